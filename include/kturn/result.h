@@ -28,26 +28,40 @@ struct Error {
   std::string message;
 };
 
-inline Error makeError(Error::Code code, std::string message) { return Error{code, std::move(message)}; }
+inline Error makeError(Error::Code code, std::string message) {
+  return Error{code, std::move(message)};
+}
 
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}    // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool has_value() const { return v_.index() == 0; }
   explicit operator bool() const { return has_value(); }
 
-  T& value() & { assert(has_value()); return std::get<0>(v_); }
-  const T& value() const& { assert(has_value()); return std::get<0>(v_); }
-  T&& value() && { assert(has_value()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(has_value());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(has_value());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(has_value());
+    return std::get<0>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const { assert(!has_value()); return std::get<1>(v_); }
+  const Error& error() const {
+    assert(!has_value());
+    return std::get<1>(v_);
+  }
 
  private:
   std::variant<T, Error> v_;
@@ -61,7 +75,10 @@ class [[nodiscard]] Result<void> {
   Result(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT
   bool has_value() const { return ok_; }
   explicit operator bool() const { return ok_; }
-  const Error& error() const { assert(!ok_); return error_; }
+  const Error& error() const {
+    assert(!ok_);
+    return error_;
+  }
 
  private:
   Error error_;

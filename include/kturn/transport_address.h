@@ -104,6 +104,7 @@ struct std::hash<kturn::TransportAddress> {
 template <>
 struct std::hash<kturn::FiveTuple> {
   size_t operator()(const kturn::FiveTuple& t) const {
-    return kturn::hashValue(t.client, kturn::hashValue(t.server, static_cast<uint64_t>(t.protocol)));
+    return kturn::hashValue(t.client,
+                            kturn::hashValue(t.server, static_cast<uint64_t>(t.protocol)));
   }
 };

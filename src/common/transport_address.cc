@@ -92,7 +92,8 @@ std::optional<TransportAddress> TransportAddress::parse(std::string_view text) {
   }
   const auto ip = IpAddress::parse(host);
   unsigned port = 0;
-  const auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  const auto [ptr, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (!ip || ec != std::errc() || ptr != port_text.data() + port_text.size() || port > 65535) {
     return std::nullopt;
   }

@@ -1,0 +1,72 @@
+// An allocation and the permissions and channel bindings it holds (RFC 8656 §2, §5, §9, §12).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kturn/transport_address.h"
+#include "stun/integrity.h"
+#include "stun/message.h"
+#include "turn/ids.h"
+#include "turn/time.h"
+
+namespace kturn::turn {
+
+// Whether the current config admits a peer, cached per config epoch so the per-packet check is
+// one integer compare until the config changes (DESIGN.md §2: checked for every relayed packet).
+struct PolicyVerdict {
+  uint64_t epoch = 0;  // 0: never checked
+  bool allowed = false;
+};
+
+// RFC 8656 §9: a permission is an IP address (no port) with an expiry.
+struct Permission {
+  IpAddress peer;
+  MonoTime expires;
+  PolicyVerdict ip_verdict;        // some endpoint admits this IP
+  PolicyVerdict any_port_verdict;  // an endpoint admits this IP on every port
+};
+
+// RFC 8656 §12: a channel number bound to a peer transport address.
+struct ChannelBinding {
+  uint16_t number = 0;
+  TransportAddress peer;
+  MonoTime expires;
+  PolicyVerdict verdict;  // for `peer` exactly
+};
+
+struct Allocation {
+  AllocationId id;
+  FiveTuple five_tuple;
+  ListenerId listener = 0;
+  TransportAddress relayed;
+  MonoTime expires;
+  // The Allocate request's transaction ID, to answer retransmissions (RFC 8656 §7.2).
+  stun::TransactionId allocate_transaction{};
+  std::optional<uint64_t> reservation_token;
+
+  // The credentials the allocation was created with: later requests must use the same username
+  // (RFC 8656 §5) and are checked with the same key, so a rotated shared secret does not strand
+  // allocations made before the rotation.
+  std::string username;
+  stun::IntegrityKey key;
+
+  std::vector<Permission> permissions;
+  std::vector<ChannelBinding> channels;
+
+  // The timer wheel slot this allocation is armed at, in monotonic seconds.
+  int64_t armed_at = 0;
+
+  Permission* findPermission(const IpAddress& ip);
+  ChannelBinding* findChannel(uint16_t number);
+  ChannelBinding* findChannel(const TransportAddress& peer);
+
+  // Drops expired permissions and channels; returns the earliest remaining deadline including
+  // the allocation's own expiry.
+  MonoTime sweep(MonoTime now);
+  MonoTime nextDeadline() const;
+};
+
+}  // namespace kturn::turn

@@ -1,0 +1,55 @@
+#include "turn/allocation_table.h"
+
+namespace kturn::turn {
+
+Allocation& AllocationTable::create(const FiveTuple& five_tuple) {
+  uint32_t index;
+  if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  } else {
+    index = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Slot& slot = slots_[index];
+  ++slot.generation;
+  slot.allocation = std::make_unique<Allocation>();
+  slot.allocation->id = AllocationId{index, slot.generation};
+  slot.allocation->five_tuple = five_tuple;
+  by_tuple_[five_tuple] = index;
+  return *slot.allocation;
+}
+
+void AllocationTable::erase(AllocationId id) {
+  Allocation* a = find(id);
+  if (a == nullptr) return;
+  by_tuple_.erase(a->five_tuple);
+  slots_[id.index].allocation.reset();
+  free_.push_back(id.index);
+}
+
+Allocation* AllocationTable::find(AllocationId id) {
+  if (id.index >= slots_.size()) return nullptr;
+  Slot& slot = slots_[id.index];
+  if (slot.generation != id.generation || !slot.allocation) return nullptr;
+  return slot.allocation.get();
+}
+
+Allocation* AllocationTable::find(const FiveTuple& five_tuple) {
+  const auto it = by_tuple_.find(five_tuple);
+  return it == by_tuple_.end() ? nullptr : slots_[it->second].allocation.get();
+}
+
+uint32_t AllocationTable::userCount(const std::string& username) const {
+  const auto it = per_user_.find(username);
+  return it == per_user_.end() ? 0 : it->second;
+}
+
+void AllocationTable::addUser(const std::string& username) { ++per_user_[username]; }
+
+void AllocationTable::removeUser(const std::string& username) {
+  const auto it = per_user_.find(username);
+  if (it != per_user_.end() && --it->second == 0) per_user_.erase(it);
+}
+
+}  // namespace kturn::turn

@@ -1,0 +1,144 @@
+// Allocate (RFC 8656 §7.2).
+#include "stun/attributes.h"
+#include "stun/byte_order.h"
+#include "stun/message_builder.h"
+#include "turn/server.h"
+
+namespace kturn::turn {
+namespace {
+
+void addSuccessAttributes(stun::MessageBuilder& b, const Allocation& a, Seconds lifetime) {
+  b.addXorAddress(stun::attr::kXorRelayedAddress, a.relayed);
+  b.addUint32(stun::attr::kLifetime, static_cast<uint32_t>(lifetime.count()));
+  if (a.reservation_token) {
+    uint8_t token[8];
+    stun::store32(token, static_cast<uint32_t>(*a.reservation_token >> 32));
+    stun::store32(token + 4, static_cast<uint32_t>(*a.reservation_token));
+    b.add(stun::attr::kReservationToken, token);
+  }
+  b.addXorAddress(stun::attr::kXorMappedAddress, a.five_tuple.client);
+}
+
+}  // namespace
+
+void Server::handleAllocate(Request& req) {
+  ++stats_.requests_allocate;
+  const stun::MessageView& m = req.message;
+  Allocation* existing = allocations_.find(req.five_tuple);
+  if (!authenticate(req, existing)) return;
+  if (rejectUnknownAttributes(req)) return;
+
+  if (existing != nullptr) {
+    // A retransmitted Allocate gets the original answer; anything else on a used 5-tuple is 437.
+    if (std::equal(existing->allocate_transaction.begin(), existing->allocate_transaction.end(),
+                   m.transactionId().begin())) {
+      const auto remaining = std::chrono::duration_cast<Seconds>(existing->expires - req.now.mono);
+      respond(req, stun::MessageClass::kSuccessResponse, [&](stun::MessageBuilder& b) {
+        addSuccessAttributes(b, *existing, std::max(remaining, Seconds(0)));
+      });
+    } else {
+      respondError(req, stun::error::kAllocationMismatch);
+    }
+    return;
+  }
+
+  const auto transport_attr = m.value(stun::attr::kRequestedTransport);
+  const auto transport =
+      transport_attr ? stun::decodeRequestedTransport(*transport_attr) : std::nullopt;
+  if (!transport) return respondError(req, stun::error::kBadRequest);
+  if (*transport != static_cast<uint8_t>(TransportProtocol::kUdp)) {
+    return respondError(req, stun::error::kUnsupportedTransportProtocol);
+  }
+
+  RelayRequest relay;
+  relay.listener = req.listener;
+  relay.five_tuple = req.five_tuple;
+  relay.family =
+      AddressFamily::kIPv4;  // the default without REQUESTED-ADDRESS-FAMILY (RFC 8656 §7.2)
+  relay.dont_fragment = m.has(stun::attr::kDontFragment);
+
+  const auto token_attr = m.value(stun::attr::kReservationToken);
+  const auto even_attr = m.value(stun::attr::kEvenPort);
+  const auto family_attr = m.value(stun::attr::kRequestedAddressFamily);
+  const auto additional_attr = m.value(stun::attr::kAdditionalAddressFamily);
+  if (token_attr) {
+    // RESERVATION-TOKEN excludes EVEN-PORT and REQUESTED-ADDRESS-FAMILY (RFC 8656 §7.2).
+    if (even_attr || family_attr || token_attr->size() != 8) {
+      return respondError(req, stun::error::kBadRequest);
+    }
+    relay.reservation_token =
+        (uint64_t{stun::load32(token_attr->data())} << 32) | stun::load32(token_attr->data() + 4);
+  }
+  if (even_attr) {
+    const auto reserve = stun::decodeEvenPort(*even_attr);
+    if (!reserve) return respondError(req, stun::error::kBadRequest);
+    relay.even_port = true;
+    relay.reserve_next = *reserve;
+  }
+  if (family_attr) {
+    if (additional_attr) return respondError(req, stun::error::kBadRequest);
+    const auto family = stun::decodeAddressFamily(*family_attr);
+    if (!family) return respondError(req, stun::error::kBadRequest);
+    if (*family != 0x01 && *family != 0x02) {
+      return respondError(req, stun::error::kAddressFamilyNotSupported);
+    }
+    relay.family = static_cast<AddressFamily>(*family);
+  }
+  if (additional_attr) {
+    // Dual allocation (RFC 8656 §7.2): ADDITIONAL-ADDRESS-FAMILY may only ask for IPv6.
+    const auto family = stun::decodeAddressFamily(*additional_attr);
+    if (!family || *family != 0x02) return respondError(req, stun::error::kBadRequest);
+  }
+
+  const std::string_view username = stun::decodeString(*m.value(stun::attr::kUsername));
+  const ServerConfig& cfg = *config_;
+  if (cfg.max_allocations_per_user != 0 &&
+      allocations_.userCount(std::string(username)) >= cfg.max_allocations_per_user) {
+    ++stats_.allocations_rejected_quota;
+    return respondError(req, stun::error::kAllocationQuotaReached);
+  }
+  if (cfg.max_allocations != 0 && allocations_.size() >= cfg.max_allocations) {
+    ++stats_.allocations_rejected_capacity;
+    return respondError(req, stun::error::kInsufficientCapacity);
+  }
+
+  Allocation& a = allocations_.create(req.five_tuple);
+  relay.allocation = a.id;
+  auto grant = relays_.open(relay);
+  if (!grant) {
+    allocations_.erase(a.id);
+    if (grant.error().code == Error::Code::kUnsupported) {
+      return respondError(req, stun::error::kAddressFamilyNotSupported);
+    }
+    ++stats_.allocations_rejected_capacity;
+    return respondError(req, stun::error::kInsufficientCapacity);
+  }
+  const Seconds lifetime = grantedLifetime(m);
+  a.listener = req.listener;
+  a.relayed = grant->relayed;
+  a.reservation_token = grant->reservation_token;
+  a.expires = req.now.mono + lifetime;
+  std::copy(m.transactionId().begin(), m.transactionId().end(), a.allocate_transaction.begin());
+  a.username = username;
+  a.key = *req.key;
+  allocations_.addUser(a.username);
+  rearm(a);
+  ++stats_.allocations_created;
+
+  respond(req, stun::MessageClass::kSuccessResponse, [&](stun::MessageBuilder& b) {
+    addSuccessAttributes(b, a, lifetime);
+    if (additional_attr) {
+      // kturn relays one family per allocation for now: report the IPv6 half as unavailable.
+      uint8_t value[4 + 28];
+      value[0] = 0x02;
+      value[1] = 0;
+      value[2] = 4;
+      value[3] = 40;
+      const std::string_view reason = stun::error::reasonPhrase(440);
+      std::copy(reason.begin(), reason.end(), value + 4);
+      b.add(stun::attr::kAddressErrorCode, {value, 4 + reason.size()});
+    }
+  });
+}
+
+}  // namespace kturn::turn

@@ -1,0 +1,56 @@
+// ChannelBind (RFC 8656 §11.2). Binding a channel also installs or refreshes the permission for
+// the peer's IP.
+#include "stun/attributes.h"
+#include "stun/channel_data.h"
+#include "turn/server.h"
+
+namespace kturn::turn {
+
+void Server::handleChannelBind(Request& req) {
+  ++stats_.requests_channel_bind;
+  Allocation* a = allocations_.find(req.five_tuple);
+  if (!authenticate(req, a)) return;
+  if (rejectUnknownAttributes(req)) return;
+  if (a == nullptr) return respondError(req, stun::error::kAllocationMismatch);
+
+  const auto number_attr = req.message.value(stun::attr::kChannelNumber);
+  const auto peer_attr = req.message.value(stun::attr::kXorPeerAddress);
+  // 0 is outside the channel range, so a missing or malformed CHANNEL-NUMBER fails the check.
+  const uint16_t channel_number =
+      number_attr ? stun::decodeChannelNumber(*number_attr).value_or(0) : 0;
+  const auto peer =
+      peer_attr ? stun::decodeXorAddress(*peer_attr, req.message.xorPad()) : std::nullopt;
+  if (!stun::isValidChannelNumber(channel_number) || !peer) {
+    return respondError(req, stun::error::kBadRequest);
+  }
+  if (peer->family() != a->relayed.family()) {
+    return respondError(req, stun::error::kPeerAddressFamilyMismatch);
+  }
+  ChannelBinding* by_number = a->findChannel(channel_number);
+  ChannelBinding* by_peer = a->findChannel(*peer);
+  // A channel is bound to one peer and a peer to one channel, for the binding's life.
+  if (by_number != by_peer) return respondError(req, stun::error::kBadRequest);
+
+  PolicyVerdict verdict;
+  if (!admits(*a, verdict, *peer)) {
+    ++stats_.permission_denied;
+    return respondError(req, stun::error::kForbidden);
+  }
+
+  const MonoTime channel_expires = req.now.mono + config_->lifetimes.channel;
+  if (by_number != nullptr) {
+    by_number->expires = channel_expires;
+  } else {
+    a->channels.push_back(ChannelBinding{channel_number, *peer, channel_expires, verdict});
+  }
+  const MonoTime permission_expires = req.now.mono + config_->lifetimes.permission;
+  if (Permission* p = a->findPermission(peer->ip)) {
+    p->expires = std::max(p->expires, permission_expires);
+  } else {
+    a->permissions.push_back(Permission{peer->ip, permission_expires, {}, {}});
+  }
+  rearm(*a);
+  respondSuccess(req);
+}
+
+}  // namespace kturn::turn

@@ -1,0 +1,136 @@
+// The data path: Send indications and ChannelData from clients (RFC 8656 §10.2, §12.5) and
+// datagrams from peers (§10.3, §12.6). Per packet: a hash lookup or an array index, short scans
+// of the allocation's channels and permissions, a cached policy verdict — no allocation, no
+// copy, no log.
+#include "stun/attributes.h"
+#include "stun/byte_order.h"
+#include "stun/channel_data.h"
+#include "turn/server.h"
+
+namespace kturn::turn {
+
+void Server::handleSend(const FiveTuple& five_tuple, const stun::MessageView& message,
+                        const Now& now, Actions& out) {
+  Allocation* a = allocations_.find(five_tuple);
+  if (a == nullptr) {
+    ++stats_.drop_no_allocation;
+    return;
+  }
+  const auto peer_attr = message.value(stun::attr::kXorPeerAddress);
+  const auto data = message.value(stun::attr::kData);
+  const auto peer = peer_attr ? stun::decodeXorAddress(*peer_attr, message.xorPad()) : std::nullopt;
+  if (!peer || !data || peer->family() != a->relayed.family()) {
+    ++stats_.drop_malformed;
+    return;
+  }
+  Permission* p = a->findPermission(peer->ip);
+  if (p == nullptr || p->expires <= now.mono) {
+    ++stats_.drop_no_permission;
+    return;
+  }
+  if (!admitsPacket(*a, *p, *peer)) {
+    ++stats_.drop_peer_denied;
+    return;
+  }
+  ++stats_.client_packets_relayed;
+  stats_.client_bytes_relayed += data->size();
+  out.to_peers.push_back({a->id, *peer, *data});
+}
+
+void Server::onChannelData(const FiveTuple& five_tuple, std::span<const uint8_t> packet,
+                           const Now& now, Actions& out) {
+  auto cd = stun::parseChannelData(packet);
+  if (!cd) {
+    ++stats_.drop_malformed;
+    return;
+  }
+  Allocation* a = allocations_.find(five_tuple);
+  if (a == nullptr) {
+    ++stats_.drop_no_allocation;
+    return;
+  }
+  ChannelBinding* channel = a->findChannel(cd->channel);
+  if (channel == nullptr || channel->expires <= now.mono) {
+    ++stats_.drop_unknown_channel;
+    return;
+  }
+  const Permission* p = a->findPermission(channel->peer.ip);
+  if (p == nullptr || p->expires <= now.mono) {
+    ++stats_.drop_no_permission;
+    return;
+  }
+  if (!admits(*a, channel->verdict, channel->peer)) {
+    ++stats_.drop_peer_denied;
+    return;
+  }
+  ++stats_.client_packets_relayed;
+  stats_.client_bytes_relayed += cd->data.size();
+  out.to_peers.push_back({a->id, channel->peer, cd->data});
+}
+
+void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPacket packet,
+                          const Now& now, Actions& out) {
+  Allocation* a = allocations_.find(id);
+  if (a == nullptr) {
+    ++stats_.drop_no_allocation;
+    return;
+  }
+  Permission* p = a->findPermission(peer.ip);
+  if (p == nullptr || p->expires <= now.mono) {
+    ++stats_.drop_no_permission;
+    return;
+  }
+  uint8_t* payload = packet.buffer.data() + packet.offset;
+  const size_t length = packet.length;
+  if (length > 0xFFFF - 64 || packet.offset < PeerPacket::kHeadroom ||
+      packet.buffer.size() < packet.offset + length + PeerPacket::kTailroom) {
+    ++stats_.drop_malformed;
+    return;
+  }
+
+  if (ChannelBinding* channel = a->findChannel(peer);
+      channel != nullptr && channel->expires > now.mono) {
+    if (!admits(*a, channel->verdict, peer)) {
+      ++stats_.drop_peer_denied;
+      return;
+    }
+    // Over UDP ChannelData needs no padding (RFC 8656 §12.5).
+    uint8_t* start = payload - stun::kChannelDataHeaderSize;
+    stun::writeChannelDataHeader(start, channel->number, static_cast<uint16_t>(length));
+    ++stats_.peer_packets_relayed;
+    stats_.peer_bytes_relayed += length;
+    out.to_clients.push_back(
+        {a->listener, a->five_tuple.client, {start, length + stun::kChannelDataHeaderSize}});
+    return;
+  }
+  if (!admitsPacket(*a, *p, peer)) {
+    ++stats_.drop_peer_denied;
+    return;
+  }
+
+  // A Data indication built in place around the payload:
+  //   STUN header | XOR-PEER-ADDRESS | DATA header | payload | padding
+  const size_t address_size = peer.ip.isV4() ? 8 : 20;
+  const size_t padded = (length + 3) & ~size_t{3};
+  uint8_t* start = payload - (stun::kHeaderSize + 4 + address_size + 4);
+  const stun::TransactionId txid = nextTransactionId();
+  stun::store16(start, stun::encodeMessageType(static_cast<uint16_t>(stun::Method::kData),
+                                               stun::MessageClass::kIndication));
+  stun::store16(start + 2, static_cast<uint16_t>(4 + address_size + 4 + padded));
+  stun::store32(start + 4, stun::kMagicCookie);
+  std::copy(txid.begin(), txid.end(), start + 8);
+  uint8_t* attr = start + stun::kHeaderSize;
+  stun::store16(attr, stun::attr::kXorPeerAddress);
+  stun::store16(attr + 2, static_cast<uint16_t>(address_size));
+  stun::encodeXorAddress(peer, std::span<const uint8_t, 16>(start + 4, 16), attr + 4);
+  uint8_t* data_header = attr + 4 + address_size;
+  stun::store16(data_header, stun::attr::kData);
+  stun::store16(data_header + 2, static_cast<uint16_t>(length));
+  std::fill(payload + length, payload + padded, uint8_t{0});
+  ++stats_.peer_packets_relayed;
+  stats_.peer_bytes_relayed += length;
+  out.to_clients.push_back(
+      {a->listener, a->five_tuple.client, {start, static_cast<size_t>(payload + padded - start)}});
+}
+
+}  // namespace kturn::turn

@@ -1,0 +1,19 @@
+// Identifiers shared between the TURN core and the I/O layer that drives it.
+#pragma once
+
+#include <cstdint>
+
+namespace kturn::turn {
+
+// A listener as numbered by the daemon; stable for the listener's life across config reloads.
+using ListenerId = uint32_t;
+
+// An allocation's slot in its worker's table plus a generation, so an id that outlived its
+// allocation never reaches a newer one. The I/O layer tags the allocation's relay socket with it.
+struct AllocationId {
+  uint32_t index = 0;
+  uint32_t generation = 0;
+  friend bool operator==(const AllocationId&, const AllocationId&) = default;
+};
+
+}  // namespace kturn::turn

@@ -1,0 +1,376 @@
+#include "turn/server.h"
+
+#include <algorithm>
+
+#include "stun/attributes.h"
+#include "stun/byte_order.h"
+#include "stun/demux.h"
+#include "stun/integrity.h"
+#include "stun/message_builder.h"
+
+namespace kturn::turn {
+namespace {
+
+constexpr size_t kMaxResponseSize = 512;
+
+int64_t secondsCeil(MonoTime t) {
+  const auto ns = t.time_since_epoch();
+  const int64_t s = std::chrono::duration_cast<Seconds>(ns).count();
+  return std::chrono::duration_cast<Seconds>(ns) < ns ? s + 1 : s;
+}
+
+// Attributes kturn understands; any other comprehension-required one draws 420 (RFC 8489 §6.3.1).
+bool isKnownAttribute(uint16_t type) {
+  using namespace stun::attr;
+  switch (type) {
+    case kMappedAddress:
+    case kUsername:
+    case kMessageIntegrity:
+    case kErrorCode:
+    case kUnknownAttributes:
+    case kChannelNumber:
+    case kLifetime:
+    case kXorPeerAddress:
+    case kData:
+    case kRealm:
+    case kNonce:
+    case kXorRelayedAddress:
+    case kRequestedAddressFamily:
+    case kEvenPort:
+    case kRequestedTransport:
+    case kDontFragment:
+    case kMessageIntegritySha256:
+    case kPasswordAlgorithm:
+    case kUserhash:
+    case kXorMappedAddress:
+    case kReservationToken:
+    case kPriority:
+    case kUseCandidate:
+    case kConnectionId:
+      return true;
+    default:
+      return !isComprehensionRequired(type);
+  }
+}
+
+}  // namespace
+
+Server::Server(ServerConfigPtr config, RelayAllocator& relays, const Options& options)
+    : config_(std::move(config)),
+      relays_(relays),
+      nonces_(options.nonce_key),
+      rng_state_(options.seed == 0 ? 0x9E3779B97F4A7C15ULL : options.seed) {}
+
+void Server::applyConfig(ServerConfigPtr config) {
+  config_ = std::move(config);
+  ++epoch_;
+}
+
+void Server::onClientPacket(ListenerId listener, const FiveTuple& five_tuple,
+                            std::span<const uint8_t> packet, const Now& now, Actions& out) {
+  if (packet.empty()) {
+    ++stats_.drop_malformed;
+    return;
+  }
+  switch (stun::classifyPacket(packet[0])) {
+    case stun::PacketKind::kChannelData:
+      onChannelData(five_tuple, packet, now, out);
+      return;
+    case stun::PacketKind::kStun:
+      onStun(listener, five_tuple, packet, now, out);
+      return;
+    default:
+      ++stats_.drop_not_turn;
+      return;
+  }
+}
+
+void Server::onStun(ListenerId listener, const FiveTuple& five_tuple,
+                    std::span<const uint8_t> packet, const Now& now, Actions& out) {
+  auto parsed = stun::MessageView::parse(packet);
+  if (!parsed) {
+    onMalformedStun(listener, five_tuple, packet, out);
+    return;
+  }
+  const stun::MessageView& m = *parsed;
+  if (stun::checkFingerprint(m) == stun::IntegrityCheck::kInvalid) {
+    // A bad FINGERPRINT means this is not STUN at all (RFC 8489 §7.3): drop silently.
+    ++stats_.drop_malformed;
+    return;
+  }
+  if (m.messageClass() == stun::MessageClass::kIndication) {
+    if (m.method() == stun::Method::kSend) {
+      handleSend(five_tuple, m, now, out);
+    } else {
+      ++stats_.drop_ignored;
+    }
+    return;
+  }
+  if (!m.isRequest()) {
+    ++stats_.drop_ignored;  // responses: the server sends no requests over UDP
+    return;
+  }
+  Request req{listener, five_tuple, m, now, out, nullptr, {}};
+  switch (m.method()) {
+    case stun::Method::kBinding:
+      return handleBinding(req);
+    case stun::Method::kAllocate:
+      return handleAllocate(req);
+    case stun::Method::kRefresh:
+      return handleRefresh(req);
+    case stun::Method::kCreatePermission:
+      return handleCreatePermission(req);
+    case stun::Method::kChannelBind:
+      return handleChannelBind(req);
+    default:
+      // Unknown method, or a TCP-only one (RFC 6062) on UDP.
+      return respondError(req, stun::error::kBadRequest);
+  }
+}
+
+void Server::onMalformedStun(ListenerId listener, const FiveTuple& five_tuple,
+                             std::span<const uint8_t> packet, Actions& out) {
+  ++stats_.drop_malformed;
+  // A request with a sound header but broken attributes gets 400 (RFC 8489 §6.3); anything less
+  // recognisable is dropped, so garbage never draws a response.
+  if (!stun::looksLikeStun(packet) ||
+      stun::decodeClass(stun::load16(packet.data())) != stun::MessageClass::kRequest) {
+    return;
+  }
+  auto buf = out.scratch(kMaxResponseSize);
+  if (buf.empty()) return;
+  const std::span<const uint8_t, stun::kTransactionIdSize> txid{packet.data() + 8,
+                                                                stun::kTransactionIdSize};
+  stun::MessageBuilder b(buf, stun::decodeMethod(stun::load16(packet.data())),
+                         stun::MessageClass::kErrorResponse, txid);
+  b.addErrorCode(stun::error::kBadRequest);
+  if (auto msg = b.finish()) {
+    out.commit(msg->size());
+    out.to_clients.push_back({listener, five_tuple.client, *msg});
+    ++stats_.error_responses;
+  }
+}
+
+bool Server::rejectUnknownAttributes(Request& req) {
+  uint16_t unknown[16];
+  size_t n = 0;
+  for (const stun::Attribute& a : req.message.attributes()) {
+    if (!isKnownAttribute(a.type) && n < std::size(unknown)) unknown[n++] = a.type;
+  }
+  if (n == 0) return false;
+  respond(req, stun::MessageClass::kErrorResponse, [&](stun::MessageBuilder& b) {
+    b.addErrorCode(stun::error::kUnknownAttribute).addUnknownAttributes({unknown, n});
+  });
+  ++stats_.error_responses;
+  return true;
+}
+
+bool Server::authenticate(Request& req, Allocation* allocation) {
+  const ServerConfig& cfg = *config_;
+  if (cfg.auth_mode == AuthMode::kNone) {
+    // auth type "none" serves STUN only.
+    respondError(req, stun::error::kForbidden);
+    return false;
+  }
+  const stun::MessageView& m = req.message;
+  if (!m.has(stun::attr::kMessageIntegrity) && !m.has(stun::attr::kMessageIntegritySha256)) {
+    ++stats_.auth_missing;
+    respondChallenge(req, stun::error::kUnauthorized);
+    return false;
+  }
+  const auto username = m.value(stun::attr::kUsername);
+  const auto realm = m.value(stun::attr::kRealm);
+  const auto nonce = m.value(stun::attr::kNonce);
+  if (!username || !realm || !nonce) {
+    respondError(req, stun::error::kBadRequest);
+    return false;
+  }
+  const std::string_view user = stun::decodeString(*username);
+  auto algorithm = stun::PasswordAlgorithm::kMd5;
+  if (const auto pa = m.value(stun::attr::kPasswordAlgorithm)) {
+    const auto v = stun::decodePasswordAlgorithm(*pa);
+    if (!v || (v->algorithm != 1 && v->algorithm != 2)) {
+      respondError(req, stun::error::kBadRequest);
+      return false;
+    }
+    algorithm = static_cast<stun::PasswordAlgorithm>(v->algorithm);
+  }
+
+  // An ephemeral credential stops working at its embedded expiry, also for an allocation that it
+  // created (seed 000: existing allocations live until the expiry in their username).
+  if (cfg.auth_mode == AuthMode::kEphemeral) {
+    const auto expiry = restUsernameExpiry(user);
+    if (!expiry || *expiry < req.now.unix_seconds) {
+      ++(expiry ? stats_.auth_expired : stats_.auth_unknown_user);
+      respondChallenge(req, stun::error::kUnauthorized);
+      return false;
+    }
+  }
+  stun::IntegrityKey key;
+  if (allocation != nullptr) {
+    if (user != allocation->username) {
+      respondError(req, stun::error::kWrongCredentials);
+      return false;
+    }
+    key = allocation->key;
+  } else {
+    auto outcome = Authenticator::lookup(cfg, user, req.now.unix_seconds, algorithm);
+    if (!outcome.key) {
+      ++(outcome.failure == AuthFailure::kExpired ? stats_.auth_expired : stats_.auth_unknown_user);
+      respondChallenge(req, stun::error::kUnauthorized);
+      return false;
+    }
+    key = *outcome.key;
+  }
+  if (stun::checkMessageIntegrity(m, key.span()) != stun::IntegrityCheck::kValid) {
+    ++stats_.auth_bad_integrity;
+    respondChallenge(req, stun::error::kUnauthorized);
+    return false;
+  }
+  if (nonces_.check(stun::decodeString(*nonce), req.five_tuple.client, req.now.unix_seconds) !=
+      NonceGenerator::Check::kValid) {
+    ++stats_.auth_stale_nonce;
+    respondChallenge(req, stun::error::kStaleNonce);
+    return false;
+  }
+  req.key_storage = key;
+  req.key = &req.key_storage;
+  return true;
+}
+
+void Server::respond(Request& req, stun::MessageClass cls,
+                     FunctionRef<void(stun::MessageBuilder&)> fill) {
+  auto buf = req.out.scratch(kMaxResponseSize);
+  if (buf.empty()) {
+    ++stats_.drop_no_buffer;
+    return;
+  }
+  stun::MessageBuilder b(buf, req.message.methodBits(), cls, req.message.transactionId());
+  fill(b);
+  if (!config_->software.empty()) b.addString(stun::attr::kSoftware, config_->software);
+  if (req.key != nullptr) {
+    if (req.message.has(stun::attr::kMessageIntegritySha256) &&
+        !req.message.has(stun::attr::kMessageIntegrity)) {
+      b.addMessageIntegritySha256(req.key->span());
+    } else {
+      b.addMessageIntegrity(req.key->span());
+    }
+  }
+  if (req.message.has(stun::attr::kFingerprint)) b.addFingerprint();
+  auto msg = b.finish();
+  if (!msg) {
+    ++stats_.drop_no_buffer;
+    return;
+  }
+  req.out.commit(msg->size());
+  req.out.to_clients.push_back({req.listener, req.five_tuple.client, *msg});
+}
+
+void Server::respondSuccess(Request& req) {
+  respond(req, stun::MessageClass::kSuccessResponse, [](stun::MessageBuilder&) {});
+}
+
+void Server::respondError(Request& req, int code) {
+  ++stats_.error_responses;
+  respond(req, stun::MessageClass::kErrorResponse,
+          [code](stun::MessageBuilder& b) { b.addErrorCode(code); });
+}
+
+void Server::respondChallenge(Request& req, int code) {
+  ++stats_.error_responses;
+  req.key = nullptr;
+  const auto nonce =
+      nonces_.make(req.five_tuple.client, req.now.unix_seconds + config_->lifetimes.nonce.count());
+  respond(req, stun::MessageClass::kErrorResponse, [&](stun::MessageBuilder& b) {
+    b.addErrorCode(code)
+        .addString(stun::attr::kRealm, config_->realm)
+        .addString(stun::attr::kNonce, {nonce.data(), nonce.size()});
+  });
+}
+
+Seconds Server::grantedLifetime(const stun::MessageView& message) const {
+  const Lifetimes& l = config_->lifetimes;
+  const auto value = message.value(stun::attr::kLifetime);
+  const auto requested = value ? stun::decodeUint32(*value) : std::nullopt;
+  if (!requested) return l.allocation_default;
+  // RFC 8656 §7.2: min(requested, maximum), but never below the default.
+  return std::max(l.allocation_default, std::min(Seconds(*requested), l.allocation_max));
+}
+
+void Server::deleteAllocation(Allocation& allocation) {
+  relays_.close(allocation.id);
+  allocations_.removeUser(allocation.username);
+  allocations_.erase(allocation.id);
+}
+
+void Server::rearm(Allocation& allocation) {
+  const int64_t deadline = secondsCeil(allocation.nextDeadline());
+  if (allocation.armed_at == 0 || deadline < allocation.armed_at) {
+    allocation.armed_at = deadline;
+    timers_.schedule(allocation.id, deadline);
+  }
+}
+
+void Server::onTick(const Now& now) {
+  timers_.advance(monoSeconds(now.mono), [&](AllocationId id, int64_t deadline) {
+    onAllocationTimer(id, deadline, now.mono);
+  });
+}
+
+void Server::onAllocationTimer(AllocationId id, int64_t deadline, MonoTime now) {
+  Allocation* a = allocations_.find(id);
+  // Entries superseded by an earlier re-arm are stale: only the armed one acts.
+  if (a == nullptr || a->armed_at != deadline) return;
+  if (a->expires <= now) {
+    ++stats_.allocations_expired;
+    deleteAllocation(*a);
+    return;
+  }
+  a->armed_at = 0;
+  a->sweep(now);
+  rearm(*a);
+}
+
+bool Server::admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer) {
+  if (verdict.epoch != epoch_) {
+    const ListenerPolicy* policy = config_->listener(a.listener);
+    verdict = {epoch_, policy != nullptr && policy->allows(peer)};
+  }
+  return verdict.allowed;
+}
+
+bool Server::admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddress& ip) {
+  if (verdict.epoch != epoch_) {
+    const ListenerPolicy* policy = config_->listener(a.listener);
+    verdict = {epoch_, policy != nullptr && policy->allowsIp(ip)};
+  }
+  return verdict.allowed;
+}
+
+bool Server::admitsPacket(const Allocation& a, Permission& permission,
+                          const TransportAddress& peer) {
+  if (permission.any_port_verdict.epoch != epoch_) {
+    const ListenerPolicy* policy = config_->listener(a.listener);
+    permission.any_port_verdict = {epoch_, policy != nullptr && policy->allowsAllPorts(peer.ip)};
+  }
+  if (permission.any_port_verdict.allowed) return true;
+  // Port-restricted endpoints: check this packet's port (a short scan of the listener's routes).
+  const ListenerPolicy* policy = config_->listener(a.listener);
+  return policy != nullptr && policy->allows(peer);
+}
+
+stun::TransactionId Server::nextTransactionId() {
+  stun::TransactionId id;
+  for (size_t i = 0; i < id.size(); i += 4) {
+    // xorshift64*: transaction IDs of Data indications need only be unpredictable enough not to
+    // collide, and the core draws no system randomness per packet.
+    rng_state_ ^= rng_state_ >> 12;
+    rng_state_ ^= rng_state_ << 25;
+    rng_state_ ^= rng_state_ >> 27;
+    const uint64_t r = rng_state_ * 0x2545F4914F6CDD1DULL;
+    stun::store32(id.data() + i, static_cast<uint32_t>(r >> 32));
+  }
+  return id;
+}
+
+}  // namespace kturn::turn

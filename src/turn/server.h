@@ -1,0 +1,133 @@
+// The sans-I/O TURN server core (RFC 8656 over UDP, RFC 8489 STUN Binding): bytes, addresses and
+// time in; datagrams to send out. It never touches a socket, a clock or an RNG (CONVENTIONS.md
+// §4); relayed transport addresses come from an injected RelayAllocator. One instance per worker:
+// not thread-safe, no locks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "kturn/function_ref.h"
+#include "kturn/transport_address.h"
+#include "stun/message.h"
+#include "stun/message_builder.h"
+#include "turn/actions.h"
+#include "turn/allocation_table.h"
+#include "turn/authenticator.h"
+#include "turn/nonce.h"
+#include "turn/relay_allocator.h"
+#include "turn/server_config.h"
+#include "turn/server_stats.h"
+#include "turn/timer_wheel.h"
+
+namespace kturn::turn {
+
+// A datagram received on a relay socket, in a buffer with room around it: the core writes the
+// ChannelData or Data indication header into the `headroom` bytes before the payload and up to 3
+// bytes of padding after it, so relaying to the client copies nothing.
+struct PeerPacket {
+  static constexpr size_t kHeadroom = 48;  // STUN header + XOR-PEER-ADDRESS (IPv6) + DATA header
+  static constexpr size_t kTailroom = 4;
+  std::span<uint8_t> buffer;  // headroom + payload + tailroom
+  size_t offset = 0;          // payload start, >= kHeadroom
+  size_t length = 0;          // payload size
+};
+
+class Server {
+ public:
+  struct Options {
+    std::array<uint8_t, 32> nonce_key{};  // random, drawn by the caller
+    uint64_t seed = 1;                    // for Data indication transaction IDs
+  };
+
+  Server(ServerConfigPtr config, RelayAllocator& relays, const Options& options);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // A datagram from a client to `listener`; `five_tuple.server` is the address it arrived at.
+  void onClientPacket(ListenerId listener, const FiveTuple& five_tuple,
+                      std::span<const uint8_t> packet, const Now& now, Actions& out);
+
+  // A datagram from `peer` to the relayed address of `allocation`.
+  void onPeerPacket(AllocationId allocation, const TransportAddress& peer, PeerPacket packet,
+                    const Now& now, Actions& out);
+
+  // Expires allocations, permissions and channels. Call at least once a second.
+  void onTick(const Now& now);
+
+  // Swaps in a new configuration. Allocations stay; every permission and channel re-checks its
+  // peer against the new routes before it relays its next packet.
+  void applyConfig(ServerConfigPtr config);
+
+  const ServerConfig& config() const { return *config_; }
+  const ServerStats& stats() const { return stats_; }
+  size_t allocationCount() const { return allocations_.size(); }
+  // For tests and status pages.
+  Allocation* findAllocation(const FiveTuple& five_tuple) { return allocations_.find(five_tuple); }
+
+ private:
+  // One request being answered: the parsed message plus where to send the response.
+  struct Request {
+    ListenerId listener;
+    const FiveTuple& five_tuple;
+    const stun::MessageView& message;
+    const Now& now;
+    Actions& out;
+    const stun::IntegrityKey* key = nullptr;  // set once authenticated
+    stun::IntegrityKey key_storage;           // what `key` points at for new allocations
+  };
+
+  void onStun(ListenerId listener, const FiveTuple& five_tuple, std::span<const uint8_t> packet,
+              const Now& now, Actions& out);
+  void onMalformedStun(ListenerId listener, const FiveTuple& five_tuple,
+                       std::span<const uint8_t> packet, Actions& out);
+  void onChannelData(const FiveTuple& five_tuple, std::span<const uint8_t> packet, const Now& now,
+                     Actions& out);
+
+  // Handlers, one per method, each in handlers/<method>.cc.
+  void handleBinding(Request& req);
+  void handleAllocate(Request& req);
+  void handleRefresh(Request& req);
+  void handleCreatePermission(Request& req);
+  void handleChannelBind(Request& req);
+  void handleSend(const FiveTuple& five_tuple, const stun::MessageView& message, const Now& now,
+                  Actions& out);
+
+  // Long-term credential check (RFC 8489 §9.2.4). Returns false after sending the error
+  // response; on success sets req.key. `allocation` is the 5-tuple's allocation, if any.
+  bool authenticate(Request& req, Allocation* allocation);
+  // 420 for unknown comprehension-required attributes; true if it answered.
+  bool rejectUnknownAttributes(Request& req);
+
+  // Response helpers. `fill` adds method-specific attributes to the builder.
+  void respond(Request& req, stun::MessageClass cls, FunctionRef<void(stun::MessageBuilder&)> fill);
+  void respondSuccess(Request& req);
+  void respondError(Request& req, int code);
+  // 401/438: REALM and a fresh NONCE, no MESSAGE-INTEGRITY.
+  void respondChallenge(Request& req, int code);
+
+  // Allocation lifecycle.
+  Seconds grantedLifetime(const stun::MessageView& message) const;
+  void deleteAllocation(Allocation& allocation);
+  void rearm(Allocation& allocation);
+  void onAllocationTimer(AllocationId id, int64_t deadline, MonoTime now);
+
+  // Peer admission under the current config, cached per epoch.
+  bool admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer);
+  bool admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddress& ip);
+  bool admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer);
+
+  stun::TransactionId nextTransactionId();
+
+  ServerConfigPtr config_;
+  uint64_t epoch_ = 1;
+  RelayAllocator& relays_;
+  NonceGenerator nonces_;
+  uint64_t rng_state_;
+  AllocationTable allocations_;
+  TimerWheel<AllocationId> timers_;
+  ServerStats stats_;
+};
+
+}  // namespace kturn::turn

@@ -1,0 +1,75 @@
+// The TURN core's view of a configuration: an immutable snapshot that the daemon builds from the
+// STUNner dataplane config and swaps into each worker (CONVENTIONS.md §12).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kturn/transport_address.h"
+#include "turn/ids.h"
+#include "turn/time.h"
+
+namespace kturn::turn {
+
+enum class AuthMode : uint8_t {
+  kNone,       // STUN only: Binding is answered, every TURN request is refused
+  kStatic,     // one username and password (long-term credentials, RFC 8489 §9.2)
+  kEphemeral,  // TURN REST API: username "<expiry>:<user>", password base64(HMAC-SHA1(secret,
+               // username))
+};
+
+// One allowed peer range: an address prefix and an inclusive port range (a STUNner cluster
+// endpoint "IP[/prefix][:<min-max>]").
+struct PeerRange {
+  IpAddress prefix;
+  uint8_t prefix_length = 32;
+  uint16_t min_port = 0;
+  uint16_t max_port = 65535;
+
+  bool contains(const TransportAddress& peer) const;
+  // Whether any port of this IP is admitted: the test for CreatePermission, which names no port.
+  bool containsIp(const IpAddress& ip) const;
+};
+
+// What one listener relays to: the union of the endpoints of the clusters its routes name.
+struct ListenerPolicy {
+  ListenerId id = 0;
+  std::string name;
+  std::vector<PeerRange> peers;
+
+  bool allowsIp(const IpAddress& ip) const;
+  bool allows(const TransportAddress& peer) const;
+  // Some endpoint admits every port of `ip`: then no per-packet port check is needed.
+  bool allowsAllPorts(const IpAddress& ip) const;
+};
+
+struct Lifetimes {
+  Seconds allocation_default{600};  // RFC 8656 §3.2
+  Seconds allocation_max{3600};     // RFC 8656 §7.2
+  Seconds permission{300};          // RFC 8656 §9
+  Seconds channel{600};             // RFC 8656 §12
+  Seconds nonce{600};               // coturn's stale-nonce default
+};
+
+struct ServerConfig {
+  AuthMode auth_mode = AuthMode::kNone;
+  std::string realm = "stunner.l7mp.io";
+  std::string static_username;
+  std::string static_password;
+  std::string shared_secret;
+  Lifetimes lifetimes;
+  // 0 means unlimited. Per user counts allocations of one username (the user id part for
+  // ephemeral credentials is not split out: each REST username is its own user, as in coturn).
+  uint32_t max_allocations_per_user = 0;
+  uint32_t max_allocations = 0;
+  std::string software = "kturn";
+  std::vector<ListenerPolicy> listeners;
+
+  const ListenerPolicy* listener(ListenerId id) const;
+};
+
+using ServerConfigPtr = std::shared_ptr<const ServerConfig>;
+
+}  // namespace kturn::turn

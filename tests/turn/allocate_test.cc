@@ -1,0 +1,202 @@
+// Allocate and Refresh (RFC 8656 §7), with every error the RFC names for them.
+#include "turn_test_support.h"
+
+namespace kturn::turn::testing {
+namespace {
+
+TEST_F(TurnTest, AllocateReturnsRelayedMappedAndDefaultLifetime) {
+  auto reply = allocate();
+  ASSERT_EQ(reply.cls(), stun::MessageClass::kSuccessResponse) << reply.errorCode();
+  EXPECT_EQ(reply.xorAddress(stun::attr::kXorRelayedAddress), addr("10.1.0.1:49152"));
+  EXPECT_EQ(reply.xorAddress(stun::attr::kXorMappedAddress), tuple_.client);
+  EXPECT_EQ(reply.uint32(stun::attr::kLifetime), 600u);
+  EXPECT_EQ(server_->allocationCount(), 1u);
+  ASSERT_EQ(relays_.requests.size(), 1u);
+  EXPECT_EQ(relays_.requests[0].listener, kListener);
+  EXPECT_EQ(relays_.requests[0].family, AddressFamily::kIPv4);
+}
+
+TEST_F(TurnTest, AllocateLifetimeIsClampedBetweenDefaultAndMaximum) {
+  EXPECT_EQ(allocate([](auto& b) {
+              b.addUint32(stun::attr::kLifetime, 1200);
+            }).uint32(stun::attr::kLifetime),
+            1200u);
+  EXPECT_EQ(refresh(30).uint32(stun::attr::kLifetime), 600u);       // below default → default
+  EXPECT_EQ(refresh(999999).uint32(stun::attr::kLifetime), 3600u);  // above max → max
+}
+
+TEST_F(TurnTest, RetransmittedAllocateGetsTheSameAnswer) {
+  auto first = allocate();
+  ASSERT_EQ(first.cls(), stun::MessageClass::kSuccessResponse);
+  // Resend the identical request (same transaction ID): same relayed address, no new allocation.
+  const uint8_t udp[] = {17, 0, 0, 0};
+  const auto txid = last_txid_;
+  uint8_t buf[512];
+  stun::MessageBuilder b(buf, stun::Method::kAllocate, stun::MessageClass::kRequest, txid);
+  b.add(stun::attr::kRequestedTransport, udp)
+      .addString(stun::attr::kUsername, username_)
+      .addString(stun::attr::kRealm, realm_)
+      .addString(stun::attr::kNonce, nonce_)
+      .addMessageIntegrity(stun::longTermKey(username_, realm_, password_).span());
+  auto bytes = *b.finish();
+  auto again = fromClient({bytes.begin(), bytes.end()});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(again->xorAddress(stun::attr::kXorRelayedAddress),
+            first.xorAddress(stun::attr::kXorRelayedAddress));
+  EXPECT_EQ(relays_.requests.size(), 1u);
+}
+
+TEST_F(TurnTest, SecondAllocateOnTheSameFiveTupleIs437) {
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(allocate().errorCode(), 437);
+}
+
+TEST_F(TurnTest, AllocateWithoutRequestedTransportIs400) {
+  EXPECT_EQ(request(stun::Method::kAllocate).errorCode(), 400);
+}
+
+TEST_F(TurnTest, AllocateForTcpIs442OnThisTransport) {
+  auto reply = request(stun::Method::kAllocate, [](stun::MessageBuilder& b) {
+    const uint8_t tcp[] = {6, 0, 0, 0};
+    b.add(stun::attr::kRequestedTransport, tcp);
+  });
+  EXPECT_EQ(reply.errorCode(), 442);
+}
+
+TEST_F(TurnTest, UnknownAddressFamilyIs440AndUnavailableFamilyIs440) {
+  const uint8_t bogus[] = {0x03, 0, 0, 0};
+  EXPECT_EQ(
+      allocate([&](auto& b) { b.add(stun::attr::kRequestedAddressFamily, bogus); }).errorCode(),
+      440);
+  const uint8_t v6[] = {0x02, 0, 0, 0};
+  EXPECT_EQ(allocate([&](auto& b) { b.add(stun::attr::kRequestedAddressFamily, v6); }).errorCode(),
+            440);
+  EXPECT_EQ(server_->allocationCount(), 0u);
+}
+
+TEST_F(TurnTest, ReservationTokenWithEvenPortIs400) {
+  const uint8_t token[8] = {0, 0, 0, 0, 0, 0, 0xAB, 0xCD};
+  const uint8_t even[] = {0x80};
+  auto reply = allocate([&](auto& b) {
+    b.add(stun::attr::kReservationToken, token).add(stun::attr::kEvenPort, even);
+  });
+  EXPECT_EQ(reply.errorCode(), 400);
+}
+
+TEST_F(TurnTest, EvenPortWithReserveReturnsAReservationToken) {
+  const uint8_t even[] = {0x80};
+  auto reply = allocate([&](auto& b) { b.add(stun::attr::kEvenPort, even); });
+  ASSERT_EQ(reply.cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_TRUE(relays_.requests.back().even_port);
+  EXPECT_TRUE(relays_.requests.back().reserve_next);
+  const auto token = reply.view().value(stun::attr::kReservationToken);
+  ASSERT_TRUE(token);
+  EXPECT_EQ(token->size(), 8u);
+}
+
+TEST_F(TurnTest, UnknownReservationTokenIs508) {
+  const uint8_t token[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(allocate([&](auto& b) { b.add(stun::attr::kReservationToken, token); }).errorCode(),
+            508);
+}
+
+TEST_F(TurnTest, UnknownComprehensionRequiredAttributeIs420) {
+  const uint8_t value[] = {1, 2, 3, 4};
+  auto reply = allocate([&](auto& b) { b.add(0x0031, value); });
+  EXPECT_EQ(reply.errorCode(), 420);
+  const auto unknown = reply.view().value(stun::attr::kUnknownAttributes);
+  ASSERT_TRUE(unknown);
+  ASSERT_EQ(unknown->size(), 2u);
+  EXPECT_EQ(((*unknown)[0] << 8) | (*unknown)[1], 0x0031);
+  // Comprehension-optional unknowns are ignored.
+  EXPECT_EQ(allocate([&](auto& b) { b.add(0x8031, value); }).cls(),
+            stun::MessageClass::kSuccessResponse);
+}
+
+TEST_F(TurnTest, PerUserQuotaIs486) {
+  ServerConfig c = staticConfig();
+  c.max_allocations_per_user = 1;
+  reset(c);
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  tuple_.client.port += 1;
+  nonce_.clear();
+  EXPECT_EQ(allocate().errorCode(), 486);
+  EXPECT_EQ(server_->stats().allocations_rejected_quota, 1u);
+  // Freeing the first allocation frees the quota.
+  tuple_.client.port -= 1;
+  nonce_.clear();
+  ASSERT_EQ(refresh(0).cls(), stun::MessageClass::kSuccessResponse);
+  tuple_.client.port += 1;
+  nonce_.clear();
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+}
+
+TEST_F(TurnTest, NoRelayPortIs508) {
+  relays_.exhausted = true;
+  EXPECT_EQ(allocate().errorCode(), 508);
+  EXPECT_EQ(server_->allocationCount(), 0u);
+}
+
+TEST_F(TurnTest, ServerWideLimitIs508) {
+  ServerConfig c = staticConfig();
+  c.max_allocations = 1;
+  reset(c);
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  tuple_.client.port += 1;
+  nonce_.clear();
+  EXPECT_EQ(allocate().errorCode(), 508);
+}
+
+TEST_F(TurnTest, RefreshWithLifetimeZeroDeletesAndClosesTheRelay) {
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  auto reply = refresh(0);
+  ASSERT_EQ(reply.cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(reply.uint32(stun::attr::kLifetime), 0u);
+  EXPECT_EQ(server_->allocationCount(), 0u);
+  EXPECT_EQ(relays_.closed.size(), 1u);
+  EXPECT_TRUE(relays_.open_relays.empty());
+  // The allocation is gone: a further refresh is 437.
+  EXPECT_EQ(refresh(600).errorCode(), 437);
+}
+
+TEST_F(TurnTest, RefreshWithoutAllocationIs437) { EXPECT_EQ(refresh(600).errorCode(), 437); }
+
+TEST_F(TurnTest, RefreshWithMismatchedAddressFamilyIs443) {
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  const uint8_t v6[] = {0x02, 0, 0, 0};
+  auto reply = request(stun::Method::kRefresh,
+                       [&](auto& b) { b.add(stun::attr::kRequestedAddressFamily, v6); });
+  EXPECT_EQ(reply.errorCode(), 443);
+}
+
+TEST_F(TurnTest, DualAllocationReportsTheUnavailableIpv6HalfInAddressErrorCode) {
+  const uint8_t v6[] = {0x02, 0, 0, 0};
+  auto reply = allocate([&](auto& b) { b.add(stun::attr::kAdditionalAddressFamily, v6); });
+  ASSERT_EQ(reply.cls(), stun::MessageClass::kSuccessResponse);
+  const auto aec = reply.view().value(stun::attr::kAddressErrorCode);
+  ASSERT_TRUE(aec);
+  EXPECT_EQ((*aec)[0], 0x02);
+  EXPECT_EQ((*aec)[2] * 100 + (*aec)[3], 440);
+}
+
+TEST_F(TurnTest, AdditionalFamilyIpv4OrWithRequestedFamilyIs400) {
+  const uint8_t v4[] = {0x01, 0, 0, 0};
+  const uint8_t v6[] = {0x02, 0, 0, 0};
+  EXPECT_EQ(allocate([&](auto& b) { b.add(stun::attr::kAdditionalAddressFamily, v4); }).errorCode(),
+            400);
+  EXPECT_EQ(allocate([&](auto& b) {
+              b.add(stun::attr::kRequestedAddressFamily, v4)
+                  .add(stun::attr::kAdditionalAddressFamily, v6);
+            }).errorCode(),
+            400);
+}
+
+TEST_F(TurnTest, UnknownMethodRequestIs400) {
+  auto reply = fromClient(buildRequest(static_cast<stun::Method>(0x00FF), {}, false));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->errorCode(), 400);
+}
+
+}  // namespace
+}  // namespace kturn::turn::testing

@@ -1,0 +1,36 @@
+// admin: the process-wide part of STUNner's dataplane config (pkg/apis/v1/admin.go).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kturn::config {
+
+// Licensing info of STUNner's premium tiers. kturn has no use for it but keeps it so a config
+// round-trips unchanged.
+struct LicenseConfig {
+  std::string key{};
+  std::string hmac{};
+
+  friend bool operator==(const LicenseConfig&, const LicenseConfig&) = default;
+};
+
+struct Admin {
+  std::string name{};      // default "default-stunnerd"
+  std::string loglevel{};  // default "all:INFO", e.g. "all:INFO,turn:DEBUG"
+  // "http://address:port/path"; empty means no metrics endpoint (STUNner's default).
+  std::string metrics_endpoint{};
+  // Absent means the default "http://:8086"; present and empty disables health checks. This
+  // three-way meaning is STUNner's, hence the optional.
+  std::optional<std::string> healthcheck_endpoint{};
+  int user_quota = 0;  // allocations per username, 0 = unlimited; negative is clamped to 0
+  // "None" | "XDP" | "TC" | "Auto" (case-insensitive on input, normalized by validate()).
+  std::string offload_engine{};
+  std::vector<std::string> offload_interfaces{};  // empty = all interfaces
+  std::optional<LicenseConfig> license_config{};
+
+  friend bool operator==(const Admin&, const Admin&) = default;
+};
+
+}  // namespace kturn::config

@@ -1,0 +1,40 @@
+// auth: how TURN clients authenticate (pkg/apis/v1/auth.go, RFC 8489 §9.2 long-term credentials,
+// and the TURN REST API draft for ephemeral credentials).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kturn::config {
+
+enum class AuthType {
+  kUnknown,
+  kNone,       // no authentication
+  kStatic,     // one fixed username/password pair
+  kEphemeral,  // time-windowed username, password = base64(HMAC-SHA1(secret, username))
+};
+
+// Accepts "static", "ephemeral", "none" and the legacy aliases "plaintext" (static), "longterm"
+// and "timewindowed" (ephemeral), in any letter case. Returns kUnknown otherwise.
+AuthType parseAuthType(std::string_view text);
+// The canonical name STUNner writes back: "static", "ephemeral" or "none".
+std::string_view toString(AuthType type);
+
+struct Auth {
+  std::string type{};   // as written, normalized to the canonical name by validate()
+  std::string realm{};  // default "stunner.l7mp.io"
+  // Keys: "username" and "password" for static, "secret" for ephemeral. Other keys are kept.
+  std::map<std::string, std::string> credentials{};
+
+  AuthType authType() const { return parseAuthType(type); }
+  std::optional<std::string_view> credential(std::string_view key) const;
+  std::optional<std::string_view> username() const { return credential("username"); }
+  std::optional<std::string_view> password() const { return credential("password"); }
+  std::optional<std::string_view> secret() const { return credential("secret"); }
+
+  friend bool operator==(const Auth&, const Auth&) = default;
+};
+
+}  // namespace kturn::config

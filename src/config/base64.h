@@ -1,0 +1,16 @@
+// Base64 (RFC 4648 §4, standard alphabet, padded) for the TLS material in listener configs.
+// Private to src/config.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kturn::config {
+
+// Decodes like Go's base64.StdEncoding.DecodeString, which stunnerd uses on listener cert/key:
+// padding is required and '\r' / '\n' anywhere are skipped (PEM-style line wrapping).
+std::optional<std::string> decodeBase64(std::string_view text);
+std::string encodeBase64(std::string_view bytes);
+
+}  // namespace kturn::config

@@ -1,0 +1,46 @@
+// listeners[]: the server sockets TURN clients connect to (pkg/apis/v1/listener.go).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kturn::config {
+
+// The transport a listener speaks TURN over. STUNner's bare "UDP", "TCP", "TLS" and "DTLS" are
+// aliases of the TURN-* names: the application protocol is always TURN.
+enum class ListenerProtocol { kUnknown, kTurnUdp, kTurnTcp, kTurnTls, kTurnDtls };
+
+// Case-insensitive; accepts TURN-UDP|TURN-TCP|TURN-TLS|TURN-DTLS and UDP|TCP|TLS|DTLS.
+ListenerProtocol parseListenerProtocol(std::string_view text);
+// "TURN-UDP", "TURN-TCP", "TURN-TLS", "TURN-DTLS".
+std::string_view toString(ListenerProtocol protocol);
+// Upper-cases a known protocol name the way STUNner normalizes it: "udp" becomes "UDP" (not
+// "TURN-UDP"), so a normalized config still reads like the one the operator rendered.
+std::string normalizeListenerProtocol(std::string_view text);
+bool needsCertificate(ListenerProtocol protocol);
+
+struct Listener {
+  std::string name{};      // required, unique among listeners
+  std::string protocol{};  // default "TURN-UDP"
+  // Where clients reach the listener from outside (a LoadBalancer IP); informational only.
+  std::string public_address{};
+  int public_port = 0;
+  std::string address{};  // IP to bind, default "0.0.0.0"
+  int port = 0;           // default 3478
+  // Port range for relay sockets. 0/0 (the default) means the kernel's ephemeral range. STUNner
+  // dropped these fields from v1 in 2023; kturn still reads them so such configs keep working.
+  int min_relay_port = 0;
+  int max_relay_port = 0;
+  // Base64 of the PEM certificate chain and private key, required for TURN-TLS and TURN-DTLS.
+  // Kept encoded: the TLS layer decodes them.
+  std::string cert{};
+  std::string key{};
+  std::vector<std::string> routes{};  // names of the clusters this listener may relay to
+
+  ListenerProtocol protocolType() const { return parseListenerProtocol(protocol); }
+
+  friend bool operator==(const Listener&, const Listener&) = default;
+};
+
+}  // namespace kturn::config

@@ -1,0 +1,231 @@
+#include "config/validator.h"
+
+#include <algorithm>
+#include <set>
+
+#include "config/base64.h"
+#include "config/defaults.h"
+#include "config/text_util.h"
+
+namespace kturn::config {
+namespace {
+
+Error invalid(const std::string& path, std::string message) {
+  return makeError(Error::Code::kInvalidArgument, path + ": " + std::move(message));
+}
+
+std::string at(std::string_view list, size_t i) {
+  return std::string(list) + "[" + std::to_string(i) + "]";
+}
+
+// stunnerd only asks Go's lenient url.Parse to accept the text. We reject what it rejects in
+// practice: blanks and control characters, a missing scheme before "://", a non-numeric port.
+bool plausibleUrl(std::string_view url) {
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) return false;
+  }
+  const size_t sep = url.find("://");
+  if (sep == std::string_view::npos) return true;
+  if (sep == 0) return false;
+  std::string_view authority = url.substr(sep + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (const size_t at_sign = authority.rfind('@'); at_sign != std::string_view::npos) {
+    authority.remove_prefix(at_sign + 1);
+  }
+  std::string_view port;
+  if (!authority.empty() && authority.front() == '[') {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return false;
+    const std::string_view rest = authority.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return false;
+    if (!rest.empty()) port = rest.substr(1);
+  } else if (std::count(authority.begin(), authority.end(), ':') == 1) {
+    port = authority.substr(authority.find(':') + 1);
+  }
+  return port.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+Result<void> validateAdmin(Admin& a) {
+  if (a.name.empty()) a.name = kDefaultStunnerName;
+  if (a.loglevel.empty()) a.loglevel = kDefaultLogLevel;
+  if (!a.metrics_endpoint.empty() && !plausibleUrl(a.metrics_endpoint)) {
+    return invalid("admin.metrics_endpoint", "invalid URL " + quoteText(a.metrics_endpoint));
+  }
+  if (!a.healthcheck_endpoint) {
+    a.healthcheck_endpoint = std::string(kDefaultHealthCheckEndpoint);
+  } else if (!plausibleUrl(*a.healthcheck_endpoint)) {
+    return invalid("admin.healthcheck_endpoint",
+                   "invalid URL " + quoteText(*a.healthcheck_endpoint));
+  }
+  if (a.user_quota < 0) a.user_quota = 0;  // stunnerd clamps rather than rejects
+
+  if (a.offload_engine.empty()) a.offload_engine = kDefaultOffloadEngine;
+  static constexpr std::string_view kEngines[] = {"None", "XDP", "TC", "Auto"};
+  const auto engine =
+      std::find_if(std::begin(kEngines), std::end(kEngines),
+                   [&](std::string_view e) { return equalsIgnoreCase(e, a.offload_engine); });
+  if (engine == std::end(kEngines)) {
+    return invalid("admin.offload_engine", "unknown offload mode " + quoteText(a.offload_engine) +
+                                               " (want None, XDP, TC or Auto)");
+  }
+  a.offload_engine = *engine;
+  std::sort(a.offload_interfaces.begin(), a.offload_interfaces.end());
+  return {};
+}
+
+Result<void> validateAuth(Auth& a) {
+  if (a.type.empty()) a.type = kDefaultAuthType;
+  const AuthType type = parseAuthType(a.type);
+  if (type == AuthType::kUnknown) {
+    return invalid("auth.type", "unknown authentication type " + quoteText(a.type) +
+                                    " (want static, ephemeral or none)");
+  }
+  a.type = toString(type);
+  // Presence is what stunnerd checks; an empty value is accepted as it is there.
+  if (type == AuthType::kStatic) {
+    for (const char* key : {"username", "password"}) {
+      if (!a.credential(key)) {
+        return invalid(std::string("auth.credentials.") + key, "required for static auth");
+      }
+    }
+  } else if (type == AuthType::kEphemeral && !a.secret()) {
+    return invalid("auth.credentials.secret", "required for ephemeral auth");
+  }
+  if (a.realm.empty()) a.realm = kDefaultRealm;
+  return {};
+}
+
+Result<void> validateRelayPorts(Listener& l, const std::string& path) {
+  for (auto [value, name] : {std::pair{&l.min_relay_port, ".min_relay_port"},
+                             std::pair{&l.max_relay_port, ".max_relay_port"}}) {
+    if (*value < 0 || *value > 65535) return invalid(path + name, "must be 1-65535");
+  }
+  if (l.min_relay_port == 0 && l.max_relay_port == 0) return {};  // kernel ephemeral range
+  if (l.min_relay_port == 0) l.min_relay_port = kDefaultMinRelayPort;
+  if (l.max_relay_port == 0) l.max_relay_port = kDefaultMaxRelayPort;
+  if (l.min_relay_port > l.max_relay_port) {
+    return invalid(path + ".max_relay_port",
+                   "must not be below min_relay_port (" + std::to_string(l.min_relay_port) + ")");
+  }
+  return {};
+}
+
+Result<void> validateTlsMaterial(const Listener& l, ListenerProtocol protocol,
+                                 const std::string& path) {
+  for (auto [value, name] : {std::pair{&l.cert, "cert"}, std::pair{&l.key, "key"}}) {
+    if (value->empty()) {
+      return invalid(path + "." + name,
+                     "required for " + std::string(toString(protocol)) + " listeners");
+    }
+    if (!decodeBase64(*value)) return invalid(path + "." + name, "not valid base64");
+  }
+  return {};
+}
+
+Result<void> validateListener(Listener& l, const std::string& path) {
+  if (l.name.empty()) return invalid(path + ".name", "required");
+  if (l.protocol.empty()) l.protocol = kDefaultListenerProtocol;
+  const ListenerProtocol protocol = parseListenerProtocol(l.protocol);
+  if (protocol == ListenerProtocol::kUnknown) {
+    return invalid(path + ".protocol", "unknown listener protocol " + quoteText(l.protocol) +
+                                           " (want TURN-UDP, TURN-TCP, TURN-TLS or TURN-DTLS)");
+  }
+  l.protocol = normalizeListenerProtocol(l.protocol);
+
+  if (l.address.empty()) l.address = kDefaultListenerAddress;
+  if (!IpAddress::parse(l.address)) {
+    return invalid(path + ".address", "invalid IP address " + quoteText(l.address));
+  }
+  if (l.port == 0) l.port = kDefaultPort;
+  if (l.port < 1 || l.port > 65535) return invalid(path + ".port", "must be 1-65535");
+  if (l.public_port < 0 || l.public_port > 65535) {
+    return invalid(path + ".public_port", "must be 1-65535");
+  }
+  if (auto r = validateRelayPorts(l, path); !r) return r;
+  if (needsCertificate(protocol)) {
+    if (auto r = validateTlsMaterial(l, protocol, path); !r) return r;
+  }
+  std::sort(l.routes.begin(), l.routes.end());
+  return {};
+}
+
+Result<void> validateCluster(Cluster& c, const std::string& path) {
+  if (c.name.empty()) return invalid(path + ".name", "required");
+  if (c.type.empty()) c.type = kDefaultClusterType;
+  const ClusterType type = c.clusterType();
+  if (type == ClusterType::kUnknown) {
+    return invalid(path + ".type",
+                   "unknown cluster type " + quoteText(c.type) + " (want STATIC or STRICT_DNS)");
+  }
+  c.type = toString(type);
+  if (c.protocol.empty()) c.protocol = kDefaultClusterProtocol;
+  const ClusterProtocol protocol = c.clusterProtocol();
+  if (protocol == ClusterProtocol::kUnknown) {
+    return invalid(path + ".protocol",
+                   "unknown cluster protocol " + quoteText(c.protocol) + " (want UDP or TCP)");
+  }
+  c.protocol = toString(protocol);
+
+  // The parsers prefix "endpoints[i]: ".
+  const Result<void> endpoints = [&]() -> Result<void> {
+    if (type == ClusterType::kStatic) {
+      if (auto r = c.staticEndpoints(); !r) return r.error();
+    } else if (auto r = c.dnsEndpoints(); !r) {
+      return r.error();
+    }
+    return {};
+  }();
+  if (!endpoints) {
+    return makeError(Error::Code::kInvalidArgument, path + "." + endpoints.error().message);
+  }
+  std::sort(c.endpoints.begin(), c.endpoints.end());
+  return {};
+}
+
+// Runs check over each element, then rejects a name used twice: stunnerd keys its listeners and
+// clusters by name, so a duplicate silently replaces the first.
+template <class T, class Check>
+Result<void> validateNamed(std::vector<T>& items, std::string_view list, std::string_view noun,
+                           Check check) {
+  std::set<std::string> seen;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string path = at(list, i);
+    if (auto r = check(items[i], path); !r) return r;
+    if (!seen.insert(items[i].name).second) {
+      return invalid(path + ".name",
+                     "duplicate " + std::string(noun) + " name " + quoteText(items[i].name));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> validate(StunnerConfig& config) {
+  if (config.version != kApiVersion) {
+    return invalid("version", "unsupported API version " + quoteText(config.version) + " (want " +
+                                  quoteText(kApiVersion) + ")");
+  }
+  if (auto r = validateAdmin(config.admin); !r) return r;
+  if (auto r = validateAuth(config.auth); !r) return r;
+  if (auto r = validateNamed(config.listeners, "listeners", "listener", validateListener); !r) {
+    return r;
+  }
+  return validateNamed(config.clusters, "clusters", "cluster", validateCluster);
+}
+
+std::vector<std::string> danglingRoutes(const StunnerConfig& config) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < config.listeners.size(); ++i) {
+    const auto& routes = config.listeners[i].routes;
+    for (size_t k = 0; k < routes.size(); ++k) {
+      if (config.findCluster(routes[k]) == nullptr) {
+        out.push_back(at("listeners", i) + "." + at("routes", k) + ": no cluster named " +
+                      quoteText(routes[k]));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kturn::config

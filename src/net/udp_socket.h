@@ -42,6 +42,9 @@ class UdpSocket {
   static Result<UdpSocket> bindInRange(const IpAddress& ip, uint16_t min_port, uint16_t max_port,
                                        const UdpSocketOptions& opts, uint32_t start_hint);
 
+  // An empty socket (fd() == -1), to be assigned a bound one.
+  UdpSocket() = default;
+
   int fd() const { return fd_.get(); }
   // The bound address as the kernel reports it (the real port when bound to port 0).
   TransportAddress localAddress() const { return local_; }

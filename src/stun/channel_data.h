@@ -22,8 +22,16 @@
 namespace kturn::stun {
 
 inline constexpr size_t kChannelDataHeaderSize = 4;
-inline constexpr uint16_t kMinChannelNumber = 0x4000;  // RFC 8656 §12
-inline constexpr uint16_t kMaxChannelNumber = 0x4FFF;
+// RFC 8656 §12 narrowed channels to 0x4000-0x4FFF so that ChannelData stays apart from
+// DTLS/RTP in RFC 7983 demultiplexing. RFC 5766 allowed 0x4000-0x7FFF, and clients still use it
+// (coturn's turnutils_uclient picks channels up to 0x7FFF); coturn and pion (STUNner) accept it,
+// and so does kturn: a TURN listener receives only STUN and ChannelData, so there is nothing to
+// confuse it with.
+inline constexpr uint16_t kMinChannelNumber = 0x4000;
+inline constexpr uint16_t kMaxChannelNumber = 0x7FFF;
+
+// First byte 0x40-0x7F: a ChannelData message on a TURN listener.
+constexpr bool isChannelDataByte(uint8_t first_byte) { return (first_byte & 0xC0) == 0x40; }
 
 constexpr bool isValidChannelNumber(uint16_t n) {
   return n >= kMinChannelNumber && n <= kMaxChannelNumber;

@@ -4,6 +4,7 @@
 
 #include "stun/attributes.h"
 #include "stun/byte_order.h"
+#include "stun/channel_data.h"
 #include "stun/demux.h"
 #include "stun/integrity.h"
 #include "stun/message_builder.h"
@@ -72,16 +73,12 @@ void Server::onClientPacket(ListenerId listener, const FiveTuple& five_tuple,
     ++stats_.drop_malformed;
     return;
   }
-  switch (stun::classifyPacket(packet[0])) {
-    case stun::PacketKind::kChannelData:
-      onChannelData(five_tuple, packet, now, out);
-      return;
-    case stun::PacketKind::kStun:
-      onStun(listener, five_tuple, packet, now, out);
-      return;
-    default:
-      ++stats_.drop_not_turn;
-      return;
+  if (stun::isChannelDataByte(packet[0])) {
+    onChannelData(five_tuple, packet, now, out);
+  } else if (stun::classifyPacket(packet[0]) == stun::PacketKind::kStun) {
+    onStun(listener, five_tuple, packet, now, out);
+  } else {
+    ++stats_.drop_not_turn;
   }
 }
 

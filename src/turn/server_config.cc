@@ -43,7 +43,7 @@ bool ListenerPolicy::allows(const TransportAddress& peer) const {
 
 bool ListenerPolicy::allowsAllPorts(const IpAddress& ip) const {
   for (const PeerRange& r : peers) {
-    if (r.min_port == 0 && r.max_port == 65535 && r.containsIp(ip)) return true;
+    if (r.min_port <= 1 && r.max_port == 65535 && r.containsIp(ip)) return true;
   }
   return false;
 }

@@ -171,7 +171,7 @@ TEST(ChannelData, ParsesAndRejects) {
 
   const uint8_t too_long[] = {0x40, 0x00, 0x00, 0x09, 'a'};
   EXPECT_FALSE(parseChannelData(too_long));
-  const uint8_t bad_channel[] = {0x50, 0x00, 0x00, 0x00};
+  const uint8_t bad_channel[] = {0x80, 0x00, 0x00, 0x00};
   EXPECT_FALSE(parseChannelData(bad_channel));
   const uint8_t short_header[] = {0x40, 0x00};
   EXPECT_FALSE(parseChannelData(short_header));

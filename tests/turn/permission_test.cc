@@ -56,7 +56,9 @@ TEST_F(PermissionTest, ChannelBindInstallsChannelAndPermission) {
 
 TEST_F(PermissionTest, ChannelNumberOutOfRangeIs400) {
   EXPECT_EQ(channelBind(0x3FFF, addr("10.2.3.4:5000")).errorCode(), 400);
-  EXPECT_EQ(channelBind(0x5000, addr("10.2.3.4:5000")).errorCode(), 400);
+  EXPECT_EQ(channelBind(0x8000, addr("10.2.3.4:5000")).errorCode(), 400);
+  // RFC 5766's upper range, still used by clients, is accepted.
+  EXPECT_EQ(channelBind(0x7FFF, addr("10.2.3.4:5000")).cls(), stun::MessageClass::kSuccessResponse);
 }
 
 TEST_F(PermissionTest, ChannelAndPeerCannotBeRebound) {

@@ -1,0 +1,28 @@
+// Where kturnd's configuration comes from (stunnerd's `-c` origin, or its positional TURN URI):
+//   ""                     kturn's embedded default (loopback, ephemeral auth, generated secret)
+//   file://PATH or PATH    a STUNner dataplane config file, YAML or JSON
+//   turn://, turns://      a one-shot default config with static credentials from the URI
+// Config discovery over http(s)/ws(s) is served by the operations issue; until then those
+// origins are refused with a clear error.
+#pragma once
+
+#include <string>
+
+#include "config/stunner_config.h"
+#include "kturn/result.h"
+
+namespace kturn::daemon {
+
+struct LoadedConfig {
+  config::StunnerConfig config;
+  std::string description;  // for logs: "file /etc/kturn.yaml", "embedded default", ...
+  bool generated_secret = false;
+};
+
+// Loads and validates the config at `origin`. Errors name the origin and the field.
+Result<LoadedConfig> loadConfig(const std::string& origin);
+
+// Whether `origin` is a file that can be re-read on SIGHUP.
+bool isReloadable(const std::string& origin);
+
+}  // namespace kturn::daemon

@@ -1,0 +1,30 @@
+// What a worker needs from a configuration: its listeners' sockets and the TURN core's snapshot.
+// Built once per config on the main thread, shared read-only by every worker.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kturn/transport_address.h"
+#include "turn/server_config.h"
+
+namespace kturn::daemon {
+
+struct ListenerSpec {
+  turn::ListenerId id = 0;
+  std::string name;
+  TransportAddress address;  // where the listener socket binds
+  // Relay ports: [min, max], or the kernel's ephemeral range when min is 0.
+  uint16_t min_relay_port = 0;
+  uint16_t max_relay_port = 0;
+};
+
+struct Dataplane {
+  std::vector<ListenerSpec> listeners;  // TURN-UDP listeners (other transports: later issues)
+  turn::ServerConfigPtr turn;
+};
+
+using DataplanePtr = std::shared_ptr<const Dataplane>;
+
+}  // namespace kturn::daemon

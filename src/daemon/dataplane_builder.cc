@@ -1,0 +1,97 @@
+#include "daemon/dataplane_builder.h"
+
+#include <spdlog/spdlog.h>
+
+namespace kturn::daemon {
+
+turn::ListenerId DataplaneBuilder::idFor(const std::string& name) {
+  auto [it, inserted] = ids_.emplace(name, next_id_);
+  if (inserted) ++next_id_;
+  return it->second;
+}
+
+std::vector<std::string> DataplaneBuilder::dnsHosts(const config::StunnerConfig& config) {
+  std::vector<std::string> hosts;
+  for (const config::Cluster& c : config.clusters) {
+    if (c.clusterType() != config::ClusterType::kStrictDns) continue;
+    if (auto endpoints = c.dnsEndpoints()) {
+      for (const auto& e : *endpoints) hosts.push_back(e.host);
+    }
+  }
+  return hosts;
+}
+
+Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config,
+                                             const DnsCache& dns) {
+  auto turn_config = std::make_shared<turn::ServerConfig>();
+  switch (config.auth.authType()) {
+    case config::AuthType::kStatic:
+      turn_config->auth_mode = turn::AuthMode::kStatic;
+      turn_config->static_username = std::string(config.auth.username().value_or(""));
+      turn_config->static_password = std::string(config.auth.password().value_or(""));
+      break;
+    case config::AuthType::kEphemeral:
+      turn_config->auth_mode = turn::AuthMode::kEphemeral;
+      turn_config->shared_secret = std::string(config.auth.secret().value_or(""));
+      break;
+    default:
+      turn_config->auth_mode = turn::AuthMode::kNone;
+      break;
+  }
+  turn_config->realm = config.auth.realm;
+
+  auto dataplane = std::make_shared<Dataplane>();
+  for (size_t i = 0; i < config.listeners.size(); ++i) {
+    const config::Listener& l = config.listeners[i];
+    const std::string field = "listeners[" + std::to_string(i) + "]";
+    if (l.protocolType() != config::ListenerProtocol::kTurnUdp) {
+      // TURN-TCP/TLS/DTLS listeners arrive with the transports issue; say so instead of failing.
+      spdlog::warn("{} ({}): protocol {} is not served by this build yet; skipped", field, l.name,
+                   l.protocol);
+      continue;
+    }
+    const auto ip = IpAddress::parse(l.address.empty() ? "0.0.0.0" : l.address);
+    if (!ip) {
+      return makeError(Error::Code::kInvalidArgument,
+                       field + ".address: invalid address \"" + l.address + "\"");
+    }
+    ListenerSpec spec;
+    spec.id = idFor(l.name);
+    spec.name = l.name;
+    spec.address = TransportAddress{*ip, static_cast<uint16_t>(l.port)};
+    spec.min_relay_port = static_cast<uint16_t>(l.min_relay_port);
+    spec.max_relay_port = static_cast<uint16_t>(l.max_relay_port);
+
+    turn::ListenerPolicy policy;
+    policy.id = spec.id;
+    policy.name = l.name;
+    for (const std::string& route : l.routes) {
+      const config::Cluster* cluster = config.findCluster(route);
+      if (cluster == nullptr) continue;  // a dangling route admits nothing, as in STUNner
+      if (cluster->clusterType() == config::ClusterType::kStrictDns) {
+        auto endpoints = cluster->dnsEndpoints();
+        if (!endpoints) continue;
+        for (const auto& e : *endpoints) {
+          const auto it = dns.find(e.host);
+          if (it == dns.end()) continue;
+          for (const IpAddress& addr : it->second) {
+            const uint8_t len = addr.isV4() ? 32 : 128;
+            policy.peers.push_back(turn::PeerRange{addr, len, e.min_port, e.max_port});
+          }
+        }
+        continue;
+      }
+      auto endpoints = cluster->staticEndpoints();
+      if (!endpoints) continue;  // validate() already reported it
+      for (const auto& e : *endpoints) {
+        policy.peers.push_back(turn::PeerRange{e.prefix, e.prefix_len, e.min_port, e.max_port});
+      }
+    }
+    turn_config->listeners.push_back(std::move(policy));
+    dataplane->listeners.push_back(spec);
+  }
+  dataplane->turn = std::move(turn_config);
+  return DataplanePtr(std::move(dataplane));
+}
+
+}  // namespace kturn::daemon

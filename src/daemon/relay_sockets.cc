@@ -1,0 +1,112 @@
+#include "daemon/relay_sockets.h"
+
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <chrono>
+
+namespace kturn::daemon {
+namespace {
+
+// Binding a kernel-chosen port until one is even: each try has even odds, so 32 tries fail with
+// probability 2^-32.
+constexpr int kEvenPortTries = 32;
+
+int64_t unixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+RelaySockets::RelaySockets(net::EventLoop& loop, ReservationPool& reservations,
+                           OnReadable on_readable, uint32_t port_hint_seed)
+    : loop_(loop),
+      reservations_(reservations),
+      on_readable_(std::move(on_readable)),
+      next_hint_(port_hint_seed) {}
+
+RelaySockets::~RelaySockets() {
+  for (Slot& slot : slots_) {
+    if (slot.socket.fd() >= 0) loop_.remove(slot.socket.fd());
+  }
+}
+
+Result<net::UdpSocket> RelaySockets::bindRelay(const ListenerSpec* listener, const IpAddress& ip,
+                                               bool even, bool dont_fragment) {
+  net::UdpSocketOptions options;
+  for (int attempt = 0; attempt < kEvenPortTries; ++attempt) {
+    Result<net::UdpSocket> socket =
+        listener != nullptr && listener->min_relay_port != 0
+            ? net::UdpSocket::bindInRange(ip, listener->min_relay_port, listener->max_relay_port,
+                                          options, next_hint_++)
+            : net::UdpSocket::bind(TransportAddress{ip, 0}, options);
+    if (!socket) return socket;
+    if (even && socket->localAddress().port % 2 != 0) continue;
+    if (dont_fragment && ip.isV4()) {
+      const int pmtu = IP_PMTUDISC_DO;
+      ::setsockopt(socket->fd(), IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+    }
+    return socket;
+  }
+  return makeError(Error::Code::kExhausted, "no even relay port found");
+}
+
+Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
+  const ListenerSpec* listener = nullptr;
+  if (dataplane_) {
+    for (const ListenerSpec& l : dataplane_->listeners) {
+      if (l.id == request.listener) listener = &l;
+    }
+  }
+  // Relay on the listener's own address; a wildcard listener relays on the address the client
+  // reached, so the relayed address is one the client can route to.
+  IpAddress ip = listener != nullptr ? listener->address.ip : request.five_tuple.server.ip;
+  if (ip.isUnspecified()) ip = request.five_tuple.server.ip;
+  if (ip.family() != request.family) {
+    return makeError(Error::Code::kUnsupported, "no relay address of the requested family");
+  }
+
+  const int64_t now = unixNow();
+  net::UdpSocket socket;
+  std::optional<uint64_t> token;
+  if (request.reservation_token) {
+    auto reserved = reservations_.take(*request.reservation_token, now);
+    if (!reserved) return makeError(Error::Code::kNotFound, "unknown or expired token");
+    socket = std::move(*reserved);
+  } else {
+    auto bound = bindRelay(listener, ip, request.even_port, request.dont_fragment);
+    if (!bound) return bound.error();
+    socket = std::move(*bound);
+    if (request.reserve_next) {
+      const TransportAddress next{ip, static_cast<uint16_t>(socket.localAddress().port + 1)};
+      if (auto reserved = net::UdpSocket::bind(next, {})) {
+        token = reservations_.reserve(std::move(*reserved), now);
+      } else {
+        return makeError(Error::Code::kExhausted, "port after the even port is taken");
+      }
+    }
+  }
+
+  const turn::AllocationId id = request.allocation;
+  const int fd = socket.fd();
+  auto added = loop_.add(fd, EPOLLIN, [this, id, fd](uint32_t) { on_readable_(id, fd); });
+  if (!added) return added.error();
+  if (slots_.size() <= id.index) slots_.resize(id.index + 1);
+  const TransportAddress relayed = socket.localAddress();
+  slots_[id.index] = Slot{id, std::move(socket)};
+  ++open_;
+  return turn::RelayGrant{relayed, token};
+}
+
+void RelaySockets::close(turn::AllocationId allocation) {
+  if (fd(allocation) < 0) return;
+  Slot& slot = slots_[allocation.index];
+  loop_.remove(slot.socket.fd());
+  slot = Slot{};
+  --open_;
+}
+
+}  // namespace kturn::daemon

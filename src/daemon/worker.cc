@@ -1,0 +1,177 @@
+#include "daemon/worker.h"
+
+#include <sys/epoll.h>
+
+#include <chrono>
+
+#include "common/crypto.h"
+#include "common/log.h"
+
+namespace kturn::daemon {
+namespace {
+
+// Bounded work per readiness event, so one busy socket cannot starve the others on the loop.
+constexpr int kMaxBatchesPerEvent = 16;
+
+turn::Server::Options serverOptions() {
+  turn::Server::Options o;
+  crypto::randomBytes(o.nonce_key);
+  uint8_t seed[8];
+  crypto::randomBytes(seed);
+  for (uint8_t b : seed) o.seed = (o.seed << 8) | b;
+  return o;
+}
+
+}  // namespace
+
+Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& reservations)
+    : options_(options),
+      dataplane_(std::move(dataplane)),
+      relays_(
+          loop_, reservations, [this](turn::AllocationId id, int fd) { onRelayReadable(id, fd); },
+          static_cast<uint32_t>(options.index * 7919)),
+      rx_(options.batch_size, options.max_datagram),
+      tx_(options.batch_size * 2) {
+  relays_.setDataplane(dataplane_);
+  server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions());
+  loop_.addTicker(std::chrono::milliseconds(250), [this] { server_->onTick(now()); });
+}
+
+Worker::~Worker() { stop(); }
+
+Result<void> Worker::bindListeners() {
+  net::UdpSocketOptions opts;
+  opts.reuse_port = true;
+  opts.packet_info = true;
+  opts.recv_buffer = options_.socket_buffer;
+  opts.send_buffer = options_.socket_buffer;
+  for (const ListenerSpec& spec : dataplane_->listeners) {
+    auto socket = net::UdpSocket::bind(spec.address, opts);
+    if (!socket) {
+      return makeError(socket.error().code, "listener " + spec.name + " on " +
+                                                spec.address.toString() + ": " +
+                                                socket.error().message);
+    }
+    listeners_.push_back(Listener{spec.id, spec.address, std::move(*socket)});
+  }
+  for (size_t i = 0; i < listeners_.size(); ++i) {
+    auto added = loop_.add(listeners_[i].socket.fd(), EPOLLIN,
+                           [this, i](uint32_t) { onListenerReadable(i); });
+    if (!added) return added;
+  }
+  return {};
+}
+
+void Worker::start() {
+  thread_ = std::thread([this] { loop_.run(); });
+}
+
+void Worker::stop() {
+  loop_.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Worker::applyDataplane(DataplanePtr dataplane) {
+  post([this, dataplane = std::move(dataplane)]() mutable {
+    dataplane_ = dataplane;
+    relays_.setDataplane(dataplane_);
+    server_->applyConfig(dataplane_->turn);
+  });
+}
+
+void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
+  post([this, done = std::move(done)] {
+    WorkerStats s = io_stats_;
+    s.turn = server_->stats();
+    s.allocations = server_->allocationCount();
+    s.datagrams_sent = tx_.sent();
+    s.send_dropped = tx_.dropped();
+    s.send_syscalls = tx_.syscalls();
+    done(s);
+  });
+}
+
+turn::Now Worker::now() const {
+  return turn::Now{std::chrono::steady_clock::now(),
+                   std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count()};
+}
+
+int Worker::listenerFd(turn::ListenerId id) const {
+  for (const Listener& l : listeners_) {
+    if (l.id == id) return l.socket.fd();
+  }
+  return -1;
+}
+
+void Worker::onListenerReadable(size_t listener_index) {
+  const Listener& listener = listeners_[listener_index];
+  for (int round = 0; round < kMaxBatchesPerEvent; ++round) {
+    auto received = rx_.receive(listener.socket.fd());
+    ++io_stats_.receive_syscalls;
+    if (!received || *received == 0) return;
+    const turn::Now t = now();
+    for (size_t i = 0; i < *received; ++i) {
+      ++io_stats_.datagrams_received;
+      if (rx_.truncated(i)) {
+        ++io_stats_.datagrams_truncated;
+        continue;
+      }
+      FiveTuple tuple{TransportProtocol::kUdp, rx_.source(i), listener.address};
+      if (const auto dst = rx_.destination(i)) tuple.server.ip = *dst;
+      server_->onClientPacket(listener.id, tuple, rx_.payload(i), t, actions_);
+      if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
+    }
+    flush();
+    if (*received < rx_.capacity()) return;
+  }
+}
+
+void Worker::onRelayReadable(turn::AllocationId allocation, int fd) {
+  for (int round = 0; round < kMaxBatchesPerEvent; ++round) {
+    auto received = rx_.receive(fd);
+    ++io_stats_.receive_syscalls;
+    if (!received || *received == 0) return;
+    const turn::Now t = now();
+    for (size_t i = 0; i < *received; ++i) {
+      ++io_stats_.datagrams_received;
+      if (rx_.truncated(i)) {
+        ++io_stats_.datagrams_truncated;
+        continue;
+      }
+      const size_t length = rx_.payload(i).size();
+      const auto buffer = rx_.expand(i, rx_.headroom(), net::UdpReceiveBatch::kTailroom);
+      server_->onPeerPacket(allocation, rx_.source(i), {buffer, rx_.headroom(), length}, t,
+                            actions_);
+      if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
+    }
+    // The allocation may have ended while handling the batch (it cannot here, but flush() must
+    // not assume the relay socket still exists).
+    flush();
+    if (*received < rx_.capacity()) return;
+  }
+}
+
+void Worker::flush() {
+  for (const turn::SendToPeer& s : actions_.to_peers) {
+    const int fd = relays_.fd(s.allocation);
+    if (fd < 0) continue;
+    if (!tx_.queue(fd, s.peer, s.data)) {
+      tx_.flush();
+      tx_.queue(fd, s.peer, s.data);
+    }
+  }
+  for (const turn::SendToClient& s : actions_.to_clients) {
+    const int fd = listenerFd(s.listener);
+    if (fd < 0) continue;
+    if (!tx_.queue(fd, s.client, s.data)) {
+      tx_.flush();
+      tx_.queue(fd, s.client, s.data);
+    }
+  }
+  tx_.flush();
+  actions_.clear();
+}
+
+}  // namespace kturn::daemon

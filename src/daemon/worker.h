@@ -1,0 +1,88 @@
+// One data-plane worker: a thread with its own event loop, its own SO_REUSEPORT socket per
+// listener, its own relay sockets, TURN core and stats — shared nothing (DESIGN.md §3). Other
+// threads reach it only through post().
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "daemon/dataplane.h"
+#include "daemon/relay_sockets.h"
+#include "net/event_loop.h"
+#include "net/udp_receive_batch.h"
+#include "net/udp_send_batch.h"
+#include "net/udp_socket.h"
+#include "turn/server.h"
+
+namespace kturn::daemon {
+
+struct WorkerStats {
+  turn::ServerStats turn;
+  uint64_t allocations = 0;
+  uint64_t datagrams_received = 0;
+  uint64_t datagrams_truncated = 0;
+  uint64_t datagrams_sent = 0;
+  uint64_t send_dropped = 0;
+  uint64_t send_syscalls = 0;
+  uint64_t receive_syscalls = 0;
+};
+
+class Worker {
+ public:
+  struct Options {
+    size_t index = 0;
+    size_t batch_size = 64;  // datagrams per recvmmsg/sendmmsg
+    size_t max_datagram = 65535;
+    int socket_buffer = 4 << 20;  // SO_RCVBUF/SO_SNDBUF of listener sockets
+  };
+
+  Worker(const Options& options, DataplanePtr dataplane, ReservationPool& reservations);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Binds this worker's listener sockets; call before start(). Fails if a port is taken.
+  Result<void> bindListeners();
+  void start();
+  void stop();  // any thread; joins
+
+  // Runs `fn` on the worker's thread, with its TURN core and stats.
+  void post(std::function<void()> fn) { loop_.post(std::move(fn)); }
+  // Swaps the configuration (posted to the worker's thread).
+  void applyDataplane(DataplanePtr dataplane);
+  // A copy of the worker's counters, taken on its thread; `done` runs there too.
+  void collectStats(std::function<void(const WorkerStats&)> done);
+
+ private:
+  struct Listener {
+    turn::ListenerId id;
+    TransportAddress address;
+    net::UdpSocket socket;
+  };
+
+  void onListenerReadable(size_t listener_index);
+  void onRelayReadable(turn::AllocationId allocation, int fd);
+  // Sends what the core produced for the current receive batch, then clears it.
+  void flush();
+  int listenerFd(turn::ListenerId id) const;
+  turn::Now now() const;
+
+  Options options_;
+  DataplanePtr dataplane_;
+  net::EventLoop loop_;
+  RelaySockets relays_;
+  std::unique_ptr<turn::Server> server_;
+  std::vector<Listener> listeners_;
+  net::UdpReceiveBatch rx_;
+  net::UdpSendBatch tx_;
+  turn::Actions actions_;
+  WorkerStats io_stats_;
+  std::thread thread_;
+};
+
+}  // namespace kturn::daemon

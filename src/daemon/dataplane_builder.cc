@@ -39,6 +39,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
       break;
   }
   turn_config->realm = config.auth.realm;
+  turn_config->max_allocations_per_user = static_cast<uint32_t>(config.admin.user_quota);
 
   auto dataplane = std::make_shared<Dataplane>();
   for (size_t i = 0; i < config.listeners.size(); ++i) {

@@ -1,0 +1,94 @@
+#include "daemon/dataplane_builder.h"
+
+#include <gtest/gtest.h>
+
+#include "config/parser.h"
+
+namespace kturn::daemon {
+namespace {
+
+config::StunnerConfig parse(const std::string& yaml) {
+  auto c = config::parseConfig(yaml);
+  EXPECT_TRUE(c) << (c ? "" : c.error().message);
+  return c ? *c : config::StunnerConfig{};
+}
+
+const char* kConfig = R"(
+version: v1
+admin: {name: test, user_quota: 3}
+auth: {type: ephemeral, realm: kturn.test, credentials: {secret: s3cret}}
+listeners:
+  - {name: udp, protocol: TURN-UDP, address: 127.0.0.1, port: 3478, routes: [pods, media, dns, missing]}
+  - {name: tls, protocol: TURN-TLS, port: 443, cert: Y2VydA==, key: a2V5, routes: [pods]}
+clusters:
+  - {name: pods, type: STATIC, endpoints: ["10.244.0.0/16"]}
+  - {name: media, type: STATIC, endpoints: ["10.96.0.10:<10000-20000>"]}
+  - {name: dns, type: STRICT_DNS, endpoints: ["media.example"]}
+)";
+
+TEST(DataplaneBuilder, TranslatesAuthListenersAndRoutes) {
+  DataplaneBuilder builder;
+  DnsCache dns{{"media.example", {*IpAddress::parse("10.50.0.1")}}};
+  auto dp = builder.build(parse(kConfig), dns);
+  ASSERT_TRUE(dp) << dp.error().message;
+  const turn::ServerConfig& t = *(*dp)->turn;
+  EXPECT_EQ(t.auth_mode, turn::AuthMode::kEphemeral);
+  EXPECT_EQ(t.shared_secret, "s3cret");
+  EXPECT_EQ(t.realm, "kturn.test");
+  EXPECT_EQ(t.max_allocations_per_user, 3u);
+
+  // Only the UDP listener is served by this build; the TLS one is skipped with a warning.
+  ASSERT_EQ((*dp)->listeners.size(), 1u);
+  const ListenerSpec& l = (*dp)->listeners[0];
+  EXPECT_EQ(l.name, "udp");
+  EXPECT_EQ(l.address.toString(), "127.0.0.1:3478");
+
+  const turn::ListenerPolicy* policy = t.listener(l.id);
+  ASSERT_NE(policy, nullptr);
+  EXPECT_TRUE(policy->allows(*TransportAddress::parse("10.244.3.4:5000")));
+  EXPECT_TRUE(policy->allows(*TransportAddress::parse("10.96.0.10:15000")));
+  EXPECT_FALSE(policy->allows(*TransportAddress::parse("10.96.0.10:9000")));
+  EXPECT_TRUE(policy->allows(*TransportAddress::parse("10.50.0.1:1234")));  // resolved DNS
+  EXPECT_FALSE(policy->allows(*TransportAddress::parse("10.50.0.2:1234")));
+  EXPECT_FALSE(policy->allowsIp(*IpAddress::parse("192.168.1.1")));
+}
+
+TEST(DataplaneBuilder, UnresolvedDnsAdmitsNothing) {
+  DataplaneBuilder builder;
+  auto dp = builder.build(parse(kConfig), {});
+  ASSERT_TRUE(dp);
+  const auto* policy = (*dp)->turn->listener((*dp)->listeners[0].id);
+  EXPECT_FALSE(policy->allowsIp(*IpAddress::parse("10.50.0.1")));
+  EXPECT_EQ(DataplaneBuilder::dnsHosts(parse(kConfig)), std::vector<std::string>{"media.example"});
+}
+
+TEST(DataplaneBuilder, ListenerIdsAreStableAcrossRebuilds) {
+  DataplaneBuilder builder;
+  auto first = builder.build(parse(kConfig), {});
+  auto second = builder.build(parse(kConfig), {});
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ((*first)->listeners[0].id, (*second)->listeners[0].id);
+}
+
+TEST(DataplaneBuilder, StaticAndNoneAuthModes) {
+  DataplaneBuilder builder;
+  auto s = builder.build(parse(R"(
+version: v1
+auth: {type: plaintext, credentials: {username: u, password: p}}
+listeners: [{name: l, protocol: UDP, port: 3478}]
+)"),
+                         {});
+  ASSERT_TRUE(s);
+  EXPECT_EQ((*s)->turn->auth_mode, turn::AuthMode::kStatic);
+  EXPECT_EQ((*s)->turn->static_username, "u");
+  EXPECT_EQ((*s)->turn->static_password, "p");
+  EXPECT_EQ((*s)->listeners[0].address.toString(), "0.0.0.0:3478");  // STUNner's default address
+  EXPECT_TRUE((*s)->turn->listeners[0].peers.empty());               // no routes: no peers
+
+  auto n = builder.build(parse("version: v1\nauth: {type: none}\n"), {});
+  ASSERT_TRUE(n);
+  EXPECT_EQ((*n)->turn->auth_mode, turn::AuthMode::kNone);
+}
+
+}  // namespace
+}  // namespace kturn::daemon

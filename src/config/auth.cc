@@ -1,5 +1,9 @@
 #include "config/auth.h"
 
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+
 #include "config/text_util.h"
 
 namespace kturn::config {
@@ -32,6 +36,31 @@ std::optional<std::string_view> Auth::credential(std::string_view key) const {
   const auto it = credentials.find(std::string(key));
   if (it == credentials.end()) return std::nullopt;
   return std::string_view(it->second);
+}
+
+std::optional<int64_t> parseTimestamp(std::string_view text) {
+  int64_t seconds = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (!text.empty() && ec == std::errc() && ptr == text.data() + text.size()) return seconds;
+  // RFC 3339 in UTC: YYYY-MM-DDTHH:MM:SSZ.
+  std::tm tm{};
+  const std::string s(text);
+  char zulu = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &zulu) != 7 ||
+      (zulu != 'Z' && zulu != 'z') || s.size() != 20) {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const time_t t = timegm(&tm);
+  if (t == static_cast<time_t>(-1)) return std::nullopt;
+  return static_cast<int64_t>(t);
+}
+
+std::optional<int64_t> Auth::previousSecretExpiry() const {
+  const auto v = credential("previous_secret_expiry");
+  return v ? parseTimestamp(*v) : std::nullopt;
 }
 
 }  // namespace kturn::config

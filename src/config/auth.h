@@ -2,6 +2,7 @@
 // and the TURN REST API draft for ephemeral credentials).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +20,9 @@ enum class AuthType {
 // Accepts "static", "ephemeral", "none" and the legacy aliases "plaintext" (static), "longterm"
 // and "timewindowed" (ephemeral), in any letter case. Returns kUnknown otherwise.
 AuthType parseAuthType(std::string_view text);
+// Unix seconds ("1796066556") or an RFC 3339 UTC time ("2026-12-01T00:00:00Z").
+std::optional<int64_t> parseTimestamp(std::string_view text);
+
 // The canonical name STUNner writes back: "static", "ephemeral" or "none".
 std::string_view toString(AuthType type);
 
@@ -33,6 +37,11 @@ struct Auth {
   std::optional<std::string_view> username() const { return credential("username"); }
   std::optional<std::string_view> password() const { return credential("password"); }
   std::optional<std::string_view> secret() const { return credential("secret"); }
+  // kturn extension for rotating the ephemeral shared secret without failed calls: the secret
+  // being replaced keeps validating until `previous_secret_expiry` (unix seconds or RFC 3339
+  // UTC). String values, so the credentials map keeps STUNner's map[string]string schema.
+  std::optional<std::string_view> previousSecret() const { return credential("previous_secret"); }
+  std::optional<int64_t> previousSecretExpiry() const;
 
   friend bool operator==(const Auth&, const Auth&) = default;
 };

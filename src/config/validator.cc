@@ -91,6 +91,11 @@ Result<void> validateAuth(Auth& a) {
   } else if (type == AuthType::kEphemeral && !a.secret()) {
     return invalid("auth.credentials.secret", "required for ephemeral auth");
   }
+  if (type == AuthType::kEphemeral && a.previousSecret() && !a.previousSecretExpiry()) {
+    return invalid("auth.credentials.previous_secret_expiry",
+                   "required with previous_secret: unix seconds or RFC 3339 UTC "
+                   "(2026-12-01T00:00:00Z)");
+  }
   if (a.realm.empty()) a.realm = kDefaultRealm;
   return {};
 }

@@ -33,6 +33,10 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     case config::AuthType::kEphemeral:
       turn_config->auth_mode = turn::AuthMode::kEphemeral;
       turn_config->shared_secret = std::string(config.auth.secret().value_or(""));
+      if (const auto previous = config.auth.previousSecret()) {
+        turn_config->previous_secrets.push_back(
+            {std::string(*previous), config.auth.previousSecretExpiry().value_or(0)});
+      }
       break;
     default:
       turn_config->auth_mode = turn::AuthMode::kNone;

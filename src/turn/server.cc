@@ -219,7 +219,18 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
     }
     key = *outcome.key;
   }
-  if (stun::checkMessageIntegrity(m, key.span()) != stun::IntegrityCheck::kValid) {
+  bool valid = stun::checkMessageIntegrity(m, key.span()) == stun::IntegrityCheck::kValid;
+  if (!valid && allocation == nullptr && cfg.auth_mode == AuthMode::kEphemeral) {
+    // A credential minted with a secret that is being rotated out (checked only after the
+    // current secret failed, so steady state costs nothing extra).
+    for (const auto& previous : cfg.previous_secrets) {
+      if (previous.valid_until <= req.now.unix_seconds) continue;
+      key = stun::longTermKey(user, cfg.realm, restPassword(previous.secret, user), algorithm);
+      valid = stun::checkMessageIntegrity(m, key.span()) == stun::IntegrityCheck::kValid;
+      if (valid) break;
+    }
+  }
+  if (!valid) {
     ++stats_.auth_bad_integrity;
     respondChallenge(req, stun::error::kUnauthorized);
     return false;

@@ -59,6 +59,13 @@ struct ServerConfig {
   std::string static_username;
   std::string static_password;
   std::string shared_secret;
+  // Secrets being rotated out: REST credentials minted with one still validate until its
+  // `valid_until` (unix seconds), so a rotation fails no call (kturn extension).
+  struct PreviousSecret {
+    std::string secret;
+    int64_t valid_until = 0;
+  };
+  std::vector<PreviousSecret> previous_secrets;
   Lifetimes lifetimes;
   // 0 means unlimited. Per user counts allocations of one username (the user id part for
   // ephemeral credentials is not split out: each REST username is its own user, as in coturn).

@@ -191,3 +191,32 @@ TEST(Validate, ErrorsThroughParseConfigCarryThePath) {
 
 }  // namespace
 }  // namespace kturn::config
+
+namespace kturn::config {
+namespace {
+
+TEST(RotationConfig, PreviousSecretNeedsAParsableExpiry) {
+  auto ok = parseConfig(R"(
+version: v1
+auth:
+  type: ephemeral
+  credentials: {secret: new, previous_secret: old, previous_secret_expiry: "2026-12-01T00:00:00Z"}
+)");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->auth.previousSecret(), "old");
+  EXPECT_EQ(ok->auth.previousSecretExpiry(), 1796083200);
+  EXPECT_EQ(parseTimestamp("1796083200"), 1796083200);
+  EXPECT_FALSE(parseTimestamp("2026-12-01 00:00:00"));
+  EXPECT_FALSE(parseTimestamp("tomorrow"));
+
+  auto missing = parseConfig(R"(
+version: v1
+auth: {type: ephemeral, credentials: {secret: new, previous_secret: old}}
+)");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("auth.credentials.previous_secret_expiry"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kturn::config

@@ -173,3 +173,49 @@ TEST_F(TurnTest, AuthNoneServesStunButRefusesTurn) {
 
 }  // namespace
 }  // namespace kturn::turn::testing
+
+namespace kturn::turn::testing {
+namespace {
+
+// Shared-secret rotation without failed calls (kturn extension): during the overlap credentials
+// minted with the old and the new secret both work; after it only the new one does.
+class RotationTest : public TurnTest {
+ protected:
+  RotationTest() {
+    ServerConfig c = staticConfig();
+    c.auth_mode = AuthMode::kEphemeral;
+    c.shared_secret = "old-secret";
+    reset(c);
+  }
+  ServerConfig rotated(int64_t overlap_until) {
+    ServerConfig c = staticConfig();
+    c.auth_mode = AuthMode::kEphemeral;
+    c.shared_secret = "new-secret";
+    c.previous_secrets.push_back({"old-secret", overlap_until});
+    return c;
+  }
+  stun::MessageClass allocateWith(const std::string& secret, uint16_t client_port) {
+    tuple_.client.port = client_port;
+    nonce_.clear();
+    username_ = std::to_string(now_.unix_seconds + 3600) + ":alice";
+    password_ = restPassword(secret, username_);
+    return allocate().cls();
+  }
+};
+
+TEST_F(RotationTest, BeforeDuringAndAfterTheOverlap) {
+  EXPECT_EQ(allocateWith("old-secret", 1001), stun::MessageClass::kSuccessResponse);  // before
+  EXPECT_EQ(allocateWith("new-secret", 1002), stun::MessageClass::kErrorResponse);
+
+  applyConfig(rotated(now_.unix_seconds + 600));  // during: both secrets mint valid credentials
+  EXPECT_EQ(allocateWith("old-secret", 1003), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(allocateWith("new-secret", 1004), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(allocateWith("other", 1005), stun::MessageClass::kErrorResponse);
+
+  advance(Seconds(601));  // after: old-secret credentials fail, new ones work
+  EXPECT_EQ(allocateWith("old-secret", 1006), stun::MessageClass::kErrorResponse);
+  EXPECT_EQ(allocateWith("new-secret", 1007), stun::MessageClass::kSuccessResponse);
+}
+
+}  // namespace
+}  // namespace kturn::turn::testing

@@ -12,7 +12,9 @@ packages=(
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # real peers for interop tests: coturn's turnutils_*, aioice
-  coturn python3 python3-aioice
+  coturn python3 python3-aioice python3-prometheus-client
+  # bench/compare draws its saturation chart with matplotlib (Agg backend)
+  python3-matplotlib
   # tools the tests use
   iproute2 procps
 )

@@ -1,0 +1,52 @@
+// HealthState: the readiness of the process, read by the /ready probe on the admin thread and
+// written by the daemon's main thread. Lock-free: a probe must answer even if the daemon is stuck.
+//
+// States follow stunnerd (stunner.go Status(), handlers.go NewReadinessHandler()):
+//   NOT-READY    at start, until the first config has been applied
+//   READY        serving; /ready answers 200
+//   TERMINATING  after SIGTERM: /ready answers 503 so Kubernetes takes the pod out of the
+//                Service while existing allocations drain. Sticky: nothing leaves it.
+// stunnerd's --force-ready-status keeps /ready at 200 whatever the state (a workaround for
+// kube-proxy implementations that drop established UDP flows of unready pods); /status still
+// reports the true state.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+namespace kturn::admin {
+
+enum class HealthStatus : uint8_t { kNotReady, kReady, kTerminating };
+
+// "NOT-READY", "READY", "TERMINATING": the strings stunnerd puts in /status.
+std::string_view toString(HealthStatus status);
+
+class HealthState {
+ public:
+  HealthState() = default;
+  HealthState(const HealthState&) = delete;
+  HealthState& operator=(const HealthState&) = delete;
+
+  // NOT-READY → READY. Ignored once TERMINATING.
+  void setReady();
+  // READY → NOT-READY (say, the config source lost its last valid config). Ignored once
+  // TERMINATING.
+  void setNotReady();
+  // Any state → TERMINATING, for good.
+  void setTerminating();
+  void setForceReady(bool force) { force_ready_.store(force, std::memory_order_relaxed); }
+
+  HealthStatus status() const { return status_.load(std::memory_order_acquire); }
+  // What /ready answers: READY, or anything when forced.
+  bool ready() const;
+
+ private:
+  // Moves to `to` unless the state is TERMINATING.
+  void transition(HealthStatus to);
+
+  std::atomic<HealthStatus> status_{HealthStatus::kNotReady};
+  std::atomic<bool> force_ready_{false};
+};
+
+}  // namespace kturn::admin

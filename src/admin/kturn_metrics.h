@@ -1,0 +1,138 @@
+// kturn's own Prometheus series, beyond STUNner's (stunner_metrics.h): the numbers an operator
+// needs to tell a healthy gateway from one that is refusing or dropping work, and why. Declared
+// once here so the daemon cannot misspell them; docs/metrics.md describes each one.
+//
+// Label values are fixed vocabularies (below) or config names, never client input.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include "admin/metric_family.h"
+
+namespace kturn::admin::kturn_series {
+
+inline constexpr std::string_view kLabelListener = "listener";
+inline constexpr std::string_view kLabelDirection = "direction";  // "rx" | "tx", as STUNner's
+inline constexpr std::string_view kLabelReason = "reason";
+inline constexpr std::string_view kLabelMethod = "method";
+
+inline constexpr std::array<std::string_view, 1> kListener{kLabelListener};
+inline constexpr std::array<std::string_view, 2> kListenerDirection{kLabelListener,
+                                                                    kLabelDirection};
+inline constexpr std::array<std::string_view, 2> kListenerReason{kLabelListener, kLabelReason};
+inline constexpr std::array<std::string_view, 1> kMethod{kLabelMethod};
+
+// reason values of kAllocationsRejectedTotal: the TURN error each one answers with.
+namespace reject_reason {
+inline constexpr std::string_view kBadRequest = "bad_request";                      // 400
+inline constexpr std::string_view kForbidden = "forbidden";                         // 403
+inline constexpr std::string_view kAllocationMismatch = "allocation_mismatch";      // 437
+inline constexpr std::string_view kFamilyNotSupported = "family_not_supported";     // 440
+inline constexpr std::string_view kUnsupportedTransport = "unsupported_transport";  // 442
+inline constexpr std::string_view kQuotaReached = "quota_reached";                  // 486
+inline constexpr std::string_view kInsufficientCapacity = "insufficient_capacity";  // 508
+}  // namespace reject_reason
+
+// reason values of kAuthFailuresTotal. The first, credential-less request of every client
+// (answered 401 with a nonce, RFC 8489 §9.2) is the normal handshake and is not a failure.
+namespace auth_reason {
+inline constexpr std::string_view kUnknownUser = "unknown_user";
+inline constexpr std::string_view kBadIntegrity = "bad_integrity";  // wrong password
+inline constexpr std::string_view kStaleNonce = "stale_nonce";
+inline constexpr std::string_view kExpiredCredential = "expired_credential";  // ephemeral auth
+inline constexpr std::string_view kWrongRealm = "wrong_realm";
+}  // namespace auth_reason
+
+// reason values of kDropsTotal: packets kturn received and did not relay.
+namespace drop_reason {
+inline constexpr std::string_view kNoPermission = "no_permission";       // RFC 8656 §9
+inline constexpr std::string_view kPeerNotAllowed = "peer_not_allowed";  // no route to peer
+inline constexpr std::string_view kNoAllocation = "no_allocation";
+inline constexpr std::string_view kUnboundChannel = "unbound_channel";
+inline constexpr std::string_view kMalformed = "malformed";
+inline constexpr std::string_view kSendFailed = "send_failed";  // socket error, buffer full
+}  // namespace drop_reason
+
+// method values of kRequestDurationSeconds.
+namespace method {
+inline constexpr std::string_view kBinding = "binding";
+inline constexpr std::string_view kAllocate = "allocate";
+inline constexpr std::string_view kRefresh = "refresh";
+inline constexpr std::string_view kCreatePermission = "create_permission";
+inline constexpr std::string_view kChannelBind = "channel_bind";
+}  // namespace method
+
+inline constexpr MetricSpec kAllocationsCreatedTotal{
+    .name = "kturn_allocations_created_total",
+    .help = "Number of TURN allocations created",
+    .type = MetricType::kCounter,
+    .label_names = kListener,
+};
+
+inline constexpr MetricSpec kAllocationsExpiredTotal{
+    .name = "kturn_allocations_expired_total",
+    .help = "Number of TURN allocations that ended because their lifetime ran out",
+    .type = MetricType::kCounter,
+    .label_names = kListener,
+};
+
+inline constexpr MetricSpec kAllocationsRejectedTotal{
+    .name = "kturn_allocations_rejected_total",
+    .help = "Number of Allocate requests refused, by reason",
+    .type = MetricType::kCounter,
+    .label_names = kListenerReason,
+};
+
+inline constexpr MetricSpec kAuthFailuresTotal{
+    .name = "kturn_auth_failures_total",
+    .help = "Number of requests that failed authentication, by reason",
+    .type = MetricType::kCounter,
+    .label_names = kListenerReason,
+};
+
+inline constexpr MetricSpec kRelayedBytesTotal{
+    .name = "kturn_relayed_bytes_total",
+    .help = "Application bytes relayed between clients and peers (rx: from clients)",
+    .type = MetricType::kCounter,
+    .label_names = kListenerDirection,
+};
+
+inline constexpr MetricSpec kRelayedPacketsTotal{
+    .name = "kturn_relayed_packets_total",
+    .help = "Application packets relayed between clients and peers (rx: from clients)",
+    .type = MetricType::kCounter,
+    .label_names = kListenerDirection,
+};
+
+inline constexpr MetricSpec kDropsTotal{
+    .name = "kturn_drops_total",
+    .help = "Packets received and not relayed, by reason",
+    .type = MetricType::kCounter,
+    .label_names = kListenerReason,
+};
+
+inline constexpr MetricSpec kRequestDurationSeconds{
+    .name = "kturn_request_duration_seconds",
+    .help = "Time to handle a STUN/TURN request, from receipt to response, by method",
+    .type = MetricType::kHistogram,
+    .label_names = kMethod,
+};
+
+// Upper bounds of kRequestDurationSeconds: request handling is microseconds when healthy; the
+// upper buckets catch a worker that stalls.
+inline constexpr std::array<double, 11> kRequestDurationBuckets{
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
+
+inline constexpr std::array<const MetricSpec*, 8> kAllSeries{
+    &kAllocationsCreatedTotal,
+    &kAllocationsExpiredTotal,
+    &kAllocationsRejectedTotal,
+    &kAuthFailuresTotal,
+    &kRelayedBytesTotal,
+    &kRelayedPacketsTotal,
+    &kDropsTotal,
+    &kRequestDurationSeconds,
+};
+
+}  // namespace kturn::admin::kturn_series

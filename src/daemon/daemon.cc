@@ -7,6 +7,13 @@
 
 #include <future>
 
+#include "admin/health_handlers.h"
+#include "admin/http_endpoint.h"
+#include "admin/metrics_handler.h"
+#include "admin/stunner_status.h"
+#include "config/serializer.h"
+#include "daemon/metrics.h"
+
 namespace kturn::daemon {
 namespace {
 
@@ -55,6 +62,8 @@ Result<void> Daemon::start() {
   if (dataplane_->listeners.empty()) {
     return makeError(Error::Code::kInvalidArgument, "no TURN-UDP listener to serve");
   }
+  health_.setForceReady(options_.force_ready);
+  if (auto admin = startAdmin(); !admin) return admin;
   for (size_t i = 0; i < options_.workers; ++i) {
     Worker::Options wo;
     wo.index = i;
@@ -63,12 +72,83 @@ Result<void> Daemon::start() {
     workers_.push_back(std::move(worker));
   }
   for (auto& w : workers_) w->start();
+  health_.setReady();
   dns_thread_ = std::thread([this] { dnsLoop(); });
   for (const ListenerSpec& l : dataplane_->listeners) {
     spdlog::info("listener {}: TURN-UDP on {} ({} workers)", l.name, l.address.toString(),
                  workers_.size());
   }
   return {};
+}
+
+uint16_t Daemon::metricsPort() const {
+  if (metrics_server_) return metrics_server_->port();
+  return loaded_.config.admin.metrics_endpoint.empty() ? 0 : healthPort();
+}
+
+Result<void> Daemon::startAdmin() {
+  const config::Admin& a = loaded_.config.admin;
+  auto health =
+      admin::parseHttpEndpoint(a.healthcheck_endpoint.value_or(""), admin::kDefaultHealthCheckPort);
+  if (!health)
+    return makeError(health.error().code, "admin.healthcheck_endpoint: " + health.error().message);
+  auto metrics = admin::parseHttpEndpoint(a.metrics_endpoint, admin::kDefaultMetricsPort);
+  if (!metrics)
+    return makeError(metrics.error().code, "admin.metrics_endpoint: " + metrics.error().message);
+
+  auto collect = [this] {
+    const WorkerStats stats = collectStats();
+    std::lock_guard lock(mutex_);
+    return buildMetrics(stats, *dataplane_);
+  };
+  if (*health) {
+    health_server_ = std::make_unique<admin::AdminServer>(**health);
+    admin::registerHealthRoutes(*health_server_, health_, [this] { return statusDocument(); });
+  }
+  if (*metrics) {
+    if (health_server_ && (*metrics)->hostPort() == (*health)->hostPort()) {
+      health_server_->handle((*metrics)->path, admin::metricsHandler(collect));
+    } else {
+      metrics_server_ = std::make_unique<admin::AdminServer>(**metrics);
+      metrics_server_->handle((*metrics)->path, admin::metricsHandler(collect));
+    }
+  }
+  for (auto* server : {health_server_.get(), metrics_server_.get()}) {
+    if (server == nullptr) continue;
+    if (auto started = server->start(); !started) return started;
+    spdlog::info("admin server on port {}", server->port());
+  }
+  return {};
+}
+
+nlohmann::json Daemon::statusDocument() {
+  const WorkerStats stats = collectStats();
+  std::lock_guard lock(mutex_);
+  admin::StatusDocument doc;
+  const auto config_json = nlohmann::json::parse(config::toJson(loaded_.config));
+  doc.version = config_json.value("version", "v1");
+  doc.admin = config_json.value("admin", nlohmann::json::object());
+  doc.auth = config_json.value("auth", nlohmann::json::object());
+  // Never publish credentials on a status page.
+  if (doc.auth.contains("credentials")) doc.auth.erase("credentials");
+  const auto& listeners = config_json.value("listeners", nlohmann::json::array());
+  for (const auto& l : listeners) {
+    admin::TrafficStats traffic;
+    for (const ListenerSpec& spec : dataplane_->listeners) {
+      if (spec.name != l.value("name", "") || spec.id >= stats.traffic.size()) continue;
+      const ListenerTraffic& t = stats.traffic[spec.id];
+      traffic.rx = {t.rx_packets, t.rx_bytes, 0};
+      traffic.tx = {t.tx_packets, t.tx_bytes, 0};
+    }
+    nlohmann::json entry = l;
+    entry.erase("cert");
+    entry.erase("key");
+    doc.listeners.push_back(admin::withStats(entry, traffic));
+  }
+  doc.clusters = config_json.value("clusters", nlohmann::json::array());
+  doc.allocation_count = static_cast<int64_t>(stats.allocations);
+  doc.status = health_.status();
+  return admin::toJson(doc);
 }
 
 void Daemon::waitForSignals() {
@@ -84,8 +164,40 @@ void Daemon::waitForSignals() {
       reload();
       continue;
     }
+    if (sig == SIGTERM) {
+      drain(set);
+      return;
+    }
     spdlog::info("signal {}: shutting down", sig);
     return;
+  }
+}
+
+void Daemon::drain(const sigset_t& signals) {
+  health_.setTerminating();
+  const auto deadline = std::chrono::steady_clock::now() + options_.grace_period;
+  spdlog::info(
+      "SIGTERM: draining; /ready fails, allocations are served until they end (at most "
+      "{} s)",
+      options_.grace_period.count());
+  for (;;) {
+    const uint64_t allocations = collectStats().allocations;
+    if (allocations == 0) {
+      spdlog::info("drained: no allocation left");
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      spdlog::warn("grace period over with {} allocations left", allocations);
+      return;
+    }
+    const timespec tick{1, 0};
+    const int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig == SIGHUP) {
+      reload();
+    } else if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::warn("signal {} while draining: stopping now with {} allocations", sig, allocations);
+      return;
+    }
   }
 }
 
@@ -98,6 +210,8 @@ void Daemon::stop() {
   dns_wakeup_.notify_all();
   if (dns_thread_.joinable()) dns_thread_.join();
   for (auto& w : workers_) w->stop();
+  if (metrics_server_) metrics_server_->stop();
+  if (health_server_) health_server_->stop();
 }
 
 void Daemon::reload() {
@@ -169,6 +283,14 @@ WorkerStats Daemon::collectStats() {
     if (f.wait_for(std::chrono::seconds(2)) != std::future_status::ready) continue;
     const WorkerStats s = f.get();
     total.turn += s.turn;
+    if (total.turn_by_listener.size() < s.turn_by_listener.size()) {
+      total.turn_by_listener.resize(s.turn_by_listener.size());
+    }
+    for (size_t i = 0; i < s.turn_by_listener.size(); ++i) {
+      total.turn_by_listener[i] += s.turn_by_listener[i];
+    }
+    if (total.traffic.size() < s.traffic.size()) total.traffic.resize(s.traffic.size());
+    for (size_t i = 0; i < s.traffic.size(); ++i) total.traffic[i] += s.traffic[i];
     total.allocations += s.allocations;
     total.datagrams_received += s.datagrams_received;
     total.datagrams_truncated += s.datagrams_truncated;

@@ -4,12 +4,16 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "admin/admin_server.h"
+#include "admin/health_state.h"
 #include "daemon/config_source.h"
 #include "daemon/dataplane_builder.h"
 #include "daemon/reservation_pool.h"
@@ -23,6 +27,10 @@ class Daemon {
     std::string origin;  // see config_source.h
     size_t workers = 0;  // 0: one per core
     std::chrono::seconds dns_interval{5};
+    // SIGTERM drains: /ready fails, allocations keep being served until none is left or this
+    // much time has passed (stunnerd's terminationGracePeriod default, seed 004).
+    std::chrono::seconds grace_period{3600};
+    bool force_ready = false;  // stunnerd's --force-ready-status
   };
 
   explicit Daemon(Options options);
@@ -32,7 +40,9 @@ class Daemon {
 
   // Loads the config and binds every worker's sockets. Errors name the config field or socket.
   Result<void> start();
-  // Blocks until SIGINT or SIGTERM (which the caller must have blocked in every thread).
+  // Blocks until SIGINT or SIGTERM (which the caller must have blocked in every thread); SIGHUP
+  // reloads meanwhile. SIGTERM drains first (see Options::grace_period); SIGINT or a second
+  // SIGTERM ends at once.
   void waitForSignals();
   void stop();
 
@@ -40,10 +50,18 @@ class Daemon {
   WorkerStats collectStats();
   const config::StunnerConfig& config() const { return loaded_.config; }
   const LoadedConfig& loaded() const { return loaded_; }
+  admin::HealthStatus health() const { return health_.status(); }
+  // Bound ports of the admin servers (0 when off), for tests that ask for ephemeral ports.
+  uint16_t healthPort() const { return health_server_ ? health_server_->port() : 0; }
+  uint16_t metricsPort() const;
 
  private:
   // Re-reads the config; a bad one is logged with its field and the running one kept.
   void reload();
+  Result<void> startAdmin();
+  nlohmann::json statusDocument();
+  // Serves until no allocation is left, the grace period ends, or `stop` is signalled.
+  void drain(const sigset_t& signals);
   void applyToWorkers();
   void dnsLoop();
 
@@ -54,6 +72,9 @@ class Daemon {
   DataplanePtr dataplane_;
   ReservationPool reservations_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  admin::HealthState health_;
+  std::unique_ptr<admin::AdminServer> health_server_;
+  std::unique_ptr<admin::AdminServer> metrics_server_;  // null when sharing health_server_
 
   std::mutex mutex_;  // config, dns_ and dataplane_: the control path, never the data path
   std::condition_variable dns_wakeup_;

@@ -19,12 +19,19 @@ int main(int argc, char** argv) {
   std::string turn_uri;
   std::string log_spec = "all:INFO";
   size_t workers = 0;
+  int64_t grace_seconds = 3600;
+  bool force_ready = false;
   app.add_option("-c,--config", origin,
                  "config origin: file://PATH (or a path); empty for the embedded default");
   app.add_option("uri", turn_uri, "TURN URI for a one-shot config, e.g. turn://u:p@127.0.0.1:3478");
   app.add_option("-l,--log", log_spec, "log levels, e.g. all:INFO or all:WARN,turn:DEBUG");
   app.add_option("--udp-thread-num,--workers", workers,
                  "worker threads, each with its own SO_REUSEPORT sockets (default: one per core)");
+  app.add_option("--grace-period", grace_seconds,
+                 "on SIGTERM, serve existing allocations for at most this many seconds")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--force-ready-status", force_ready,
+               "keep /ready at 200 while terminating (stunnerd's flag)");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
@@ -46,7 +53,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  kturn::daemon::Daemon daemon({turn_uri.empty() ? origin : turn_uri, workers});
+  kturn::daemon::Daemon::Options options;
+  options.origin = turn_uri.empty() ? origin : turn_uri;
+  options.workers = workers;
+  options.grace_period = std::chrono::seconds(grace_seconds);
+  options.force_ready = force_ready;
+  kturn::daemon::Daemon daemon(options);
   if (auto started = daemon.start(); !started) {
     spdlog::critical("{}", started.error().message);
     return 1;

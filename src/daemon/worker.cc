@@ -83,6 +83,8 @@ void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
   post([this, done = std::move(done)] {
     WorkerStats s = io_stats_;
     s.turn = server_->stats();
+    s.turn_by_listener = server_->statsByListener();
+    s.traffic = traffic_;
     s.allocations = server_->allocationCount();
     s.datagrams_sent = tx_.sent();
     s.send_dropped = tx_.dropped();
@@ -114,6 +116,10 @@ void Worker::onListenerReadable(size_t listener_index) {
     const turn::Now t = now();
     for (size_t i = 0; i < *received; ++i) {
       ++io_stats_.datagrams_received;
+      ListenerTraffic& counters =
+          traffic(listener.id);  // not held across flush(), which may grow it
+      ++counters.rx_packets;
+      counters.rx_bytes += rx_.payload(i).size();
       if (rx_.truncated(i)) {
         ++io_stats_.datagrams_truncated;
         continue;
@@ -165,6 +171,9 @@ void Worker::flush() {
   for (const turn::SendToClient& s : actions_.to_clients) {
     const int fd = listenerFd(s.listener);
     if (fd < 0) continue;
+    ListenerTraffic& counters = traffic(s.listener);
+    ++counters.tx_packets;
+    counters.tx_bytes += s.data.size();
     if (!tx_.queue(fd, s.client, s.data)) {
       tx_.flush();
       tx_.queue(fd, s.client, s.data);

@@ -21,8 +21,25 @@
 
 namespace kturn::daemon {
 
+// Client-side traffic of one listener, seen from kturnd: rx from clients, tx to clients.
+struct ListenerTraffic {
+  uint64_t rx_packets = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t tx_packets = 0;
+  uint64_t tx_bytes = 0;
+  ListenerTraffic& operator+=(const ListenerTraffic& o) {
+    rx_packets += o.rx_packets;
+    rx_bytes += o.rx_bytes;
+    tx_packets += o.tx_packets;
+    tx_bytes += o.tx_bytes;
+    return *this;
+  }
+};
+
 struct WorkerStats {
-  turn::ServerStats turn;
+  turn::ServerStats turn;                           // all listeners
+  std::vector<turn::ServerStats> turn_by_listener;  // indexed by ListenerId
+  std::vector<ListenerTraffic> traffic;             // indexed by ListenerId
   uint64_t allocations = 0;
   uint64_t datagrams_received = 0;
   uint64_t datagrams_truncated = 0;
@@ -70,6 +87,10 @@ class Worker {
   // Sends what the core produced for the current receive batch, then clears it.
   void flush();
   int listenerFd(turn::ListenerId id) const;
+  ListenerTraffic& traffic(turn::ListenerId id) {
+    if (id >= traffic_.size()) traffic_.resize(id + 1);
+    return traffic_[id];
+  }
   turn::Now now() const;
 
   Options options_;
@@ -82,6 +103,7 @@ class Worker {
   net::UdpSendBatch tx_;
   turn::Actions actions_;
   WorkerStats io_stats_;
+  std::vector<ListenerTraffic> traffic_;  // by ListenerId; grows only when a listener is added
   std::thread thread_;
 };
 

@@ -60,7 +60,21 @@ Server::Server(ServerConfigPtr config, RelayAllocator& relays, const Options& op
     : config_(std::move(config)),
       relays_(relays),
       nonces_(options.nonce_key),
-      rng_state_(options.seed == 0 ? 0x9E3779B97F4A7C15ULL : options.seed) {}
+      rng_state_(options.seed == 0 ? 0x9E3779B97F4A7C15ULL : options.seed),
+      stats_(1) {
+  cur_ = &stats_[0];
+}
+
+void Server::countFor(ListenerId listener) {
+  if (listener >= stats_.size()) stats_.resize(listener + 1);
+  cur_ = &stats_[listener];
+}
+
+ServerStats Server::stats() const {
+  ServerStats total;
+  for (const ServerStats& s : stats_) total += s;
+  return total;
+}
 
 void Server::applyConfig(ServerConfigPtr config) {
   config_ = std::move(config);
@@ -69,8 +83,9 @@ void Server::applyConfig(ServerConfigPtr config) {
 
 void Server::onClientPacket(ListenerId listener, const FiveTuple& five_tuple,
                             std::span<const uint8_t> packet, const Now& now, Actions& out) {
+  countFor(listener);
   if (packet.empty()) {
-    ++stats_.drop_malformed;
+    ++cur_->drop_malformed;
     return;
   }
   if (stun::isChannelDataByte(packet[0])) {
@@ -78,7 +93,7 @@ void Server::onClientPacket(ListenerId listener, const FiveTuple& five_tuple,
   } else if (stun::classifyPacket(packet[0]) == stun::PacketKind::kStun) {
     onStun(listener, five_tuple, packet, now, out);
   } else {
-    ++stats_.drop_not_turn;
+    ++cur_->drop_not_turn;
   }
 }
 
@@ -92,19 +107,19 @@ void Server::onStun(ListenerId listener, const FiveTuple& five_tuple,
   const stun::MessageView& m = *parsed;
   if (stun::checkFingerprint(m) == stun::IntegrityCheck::kInvalid) {
     // A bad FINGERPRINT means this is not STUN at all (RFC 8489 §7.3): drop silently.
-    ++stats_.drop_malformed;
+    ++cur_->drop_malformed;
     return;
   }
   if (m.messageClass() == stun::MessageClass::kIndication) {
     if (m.method() == stun::Method::kSend) {
       handleSend(five_tuple, m, now, out);
     } else {
-      ++stats_.drop_ignored;
+      ++cur_->drop_ignored;
     }
     return;
   }
   if (!m.isRequest()) {
-    ++stats_.drop_ignored;  // responses: the server sends no requests over UDP
+    ++cur_->drop_ignored;  // responses: the server sends no requests over UDP
     return;
   }
   Request req{listener, five_tuple, m, now, out, nullptr, {}};
@@ -127,7 +142,7 @@ void Server::onStun(ListenerId listener, const FiveTuple& five_tuple,
 
 void Server::onMalformedStun(ListenerId listener, const FiveTuple& five_tuple,
                              std::span<const uint8_t> packet, Actions& out) {
-  ++stats_.drop_malformed;
+  ++cur_->drop_malformed;
   // A request with a sound header but broken attributes gets 400 (RFC 8489 §6.3); anything less
   // recognisable is dropped, so garbage never draws a response.
   if (!stun::looksLikeStun(packet) ||
@@ -144,7 +159,7 @@ void Server::onMalformedStun(ListenerId listener, const FiveTuple& five_tuple,
   if (auto msg = b.finish()) {
     out.commit(msg->size());
     out.to_clients.push_back({listener, five_tuple.client, *msg});
-    ++stats_.error_responses;
+    ++cur_->error_responses;
   }
 }
 
@@ -158,7 +173,7 @@ bool Server::rejectUnknownAttributes(Request& req) {
   respond(req, stun::MessageClass::kErrorResponse, [&](stun::MessageBuilder& b) {
     b.addErrorCode(stun::error::kUnknownAttribute).addUnknownAttributes({unknown, n});
   });
-  ++stats_.error_responses;
+  ++cur_->error_responses;
   return true;
 }
 
@@ -171,7 +186,7 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
   }
   const stun::MessageView& m = req.message;
   if (!m.has(stun::attr::kMessageIntegrity) && !m.has(stun::attr::kMessageIntegritySha256)) {
-    ++stats_.auth_missing;
+    ++cur_->auth_missing;
     respondChallenge(req, stun::error::kUnauthorized);
     return false;
   }
@@ -198,7 +213,7 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
   if (cfg.auth_mode == AuthMode::kEphemeral) {
     const auto expiry = restUsernameExpiry(user);
     if (!expiry || *expiry < req.now.unix_seconds) {
-      ++(expiry ? stats_.auth_expired : stats_.auth_unknown_user);
+      ++(expiry ? cur_->auth_expired : cur_->auth_unknown_user);
       respondChallenge(req, stun::error::kUnauthorized);
       return false;
     }
@@ -213,7 +228,8 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
   } else {
     auto outcome = Authenticator::lookup(cfg, user, req.now.unix_seconds, algorithm);
     if (!outcome.key) {
-      ++(outcome.failure == AuthFailure::kExpired ? stats_.auth_expired : stats_.auth_unknown_user);
+      ++(outcome.failure == AuthFailure::kExpired ? cur_->auth_expired
+                                                      : cur_->auth_unknown_user);
       respondChallenge(req, stun::error::kUnauthorized);
       return false;
     }
@@ -231,13 +247,13 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
     }
   }
   if (!valid) {
-    ++stats_.auth_bad_integrity;
+    ++cur_->auth_bad_integrity;
     respondChallenge(req, stun::error::kUnauthorized);
     return false;
   }
   if (nonces_.check(stun::decodeString(*nonce), req.five_tuple.client, req.now.unix_seconds) !=
       NonceGenerator::Check::kValid) {
-    ++stats_.auth_stale_nonce;
+    ++cur_->auth_stale_nonce;
     respondChallenge(req, stun::error::kStaleNonce);
     return false;
   }
@@ -250,7 +266,7 @@ void Server::respond(Request& req, stun::MessageClass cls,
                      FunctionRef<void(stun::MessageBuilder&)> fill) {
   auto buf = req.out.scratch(kMaxResponseSize);
   if (buf.empty()) {
-    ++stats_.drop_no_buffer;
+    ++cur_->drop_no_buffer;
     return;
   }
   stun::MessageBuilder b(buf, req.message.methodBits(), cls, req.message.transactionId());
@@ -267,7 +283,7 @@ void Server::respond(Request& req, stun::MessageClass cls,
   if (req.message.has(stun::attr::kFingerprint)) b.addFingerprint();
   auto msg = b.finish();
   if (!msg) {
-    ++stats_.drop_no_buffer;
+    ++cur_->drop_no_buffer;
     return;
   }
   req.out.commit(msg->size());
@@ -279,13 +295,13 @@ void Server::respondSuccess(Request& req) {
 }
 
 void Server::respondError(Request& req, int code) {
-  ++stats_.error_responses;
+  ++cur_->error_responses;
   respond(req, stun::MessageClass::kErrorResponse,
           [code](stun::MessageBuilder& b) { b.addErrorCode(code); });
 }
 
 void Server::respondChallenge(Request& req, int code) {
-  ++stats_.error_responses;
+  ++cur_->error_responses;
   req.key = nullptr;
   const auto nonce =
       nonces_.make(req.five_tuple.client, req.now.unix_seconds + config_->lifetimes.nonce.count());
@@ -329,8 +345,9 @@ void Server::onAllocationTimer(AllocationId id, int64_t deadline, MonoTime now) 
   Allocation* a = allocations_.find(id);
   // Entries superseded by an earlier re-arm are stale: only the armed one acts.
   if (a == nullptr || a->armed_at != deadline) return;
+  countFor(a->listener);
   if (a->expires <= now) {
-    ++stats_.allocations_expired;
+    ++cur_->allocations_expired;
     deleteAllocation(*a);
     return;
   }

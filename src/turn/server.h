@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "kturn/function_ref.h"
 #include "kturn/transport_address.h"
@@ -61,7 +62,10 @@ class Server {
   void applyConfig(ServerConfigPtr config);
 
   const ServerConfig& config() const { return *config_; }
-  const ServerStats& stats() const { return stats_; }
+  // Counters per listener, indexed by ListenerId (slot 0: peer packets for unknown allocations).
+  const std::vector<ServerStats>& statsByListener() const { return stats_; }
+  // All listeners summed.
+  ServerStats stats() const;
   size_t allocationCount() const { return allocations_.size(); }
   // For tests and status pages.
   Allocation* findAllocation(const FiveTuple& five_tuple) { return allocations_.find(five_tuple); }
@@ -127,7 +131,12 @@ class Server {
   uint64_t rng_state_;
   AllocationTable allocations_;
   TimerWheel<AllocationId> timers_;
-  ServerStats stats_;
+  // Selects the listener whose counters the current input updates; called at each entry point
+  // (never while handling), so `cur_` stays valid. Grows only when a new listener id appears.
+  void countFor(ListenerId listener);
+
+  std::vector<ServerStats> stats_;
+  ServerStats* cur_ = nullptr;
 };
 
 }  // namespace kturn::turn

@@ -36,7 +36,10 @@ class DaemonSocketTest : public ::testing::Test {
                             "listeners: [{name: udp, protocol: TURN-UDP, address: 127.0.0.1, "
                          << "port: " << port_ << ", routes: [c]}]\n"
                          << "clusters: [{name: c, type: STATIC, endpoints: [127.0.0.1/32]}]\n";
-    daemon_ = std::make_unique<Daemon>(Daemon::Options{"file://" + path_.string(), 2});
+    Daemon::Options options;
+    options.origin = "file://" + path_.string();
+    options.workers = 2;
+    daemon_ = std::make_unique<Daemon>(options);
     auto started = daemon_->start();
     ASSERT_TRUE(started) << started.error().message;
     auto client = net::UdpSocket::bind(*TransportAddress::parse("127.0.0.1:0"), {});

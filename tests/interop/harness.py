@@ -786,7 +786,8 @@ class KturndServer(Server):
     name = "kturnd"
 
     def __init__(self, binary: str, config: dict, workdir: Optional[str] = None,
-                 settings: Optional[ServerSettings] = None, loglevel: str = "all:DEBUG"):
+                 settings: Optional[ServerSettings] = None, loglevel: str = "all:DEBUG",
+                 extra_args: Sequence[str] = ()):
         listener = config["listeners"][0]
         settings = settings or ServerSettings(port=int(listener["port"]))
         settings.port = int(listener["port"])
@@ -794,6 +795,7 @@ class KturndServer(Server):
         self.binary = os.path.abspath(binary)
         self.config = config
         self.loglevel = loglevel
+        self.extra_args = list(extra_args)
         self.host = listener.get("address", LOOPBACK)
         self.config_path = os.path.join(self.workdir, "config.yaml")
 
@@ -830,7 +832,7 @@ class KturndServer(Server):
         argv = [self.binary, "-c", f"file://{self.config_path}"]
         if self.loglevel:
             argv += ["-l", self.loglevel]
-        return argv
+        return argv + self.extra_args
 
 
 class CoturnServer(Server):

@@ -22,7 +22,7 @@ void addSuccessAttributes(stun::MessageBuilder& b, const Allocation& a, Seconds 
 }  // namespace
 
 void Server::handleAllocate(Request& req) {
-  ++stats_.requests_allocate;
+  ++cur_->requests_allocate;
   const stun::MessageView& m = req.message;
   Allocation* existing = allocations_.find(req.five_tuple);
   if (!authenticate(req, existing)) return;
@@ -94,11 +94,11 @@ void Server::handleAllocate(Request& req) {
   const ServerConfig& cfg = *config_;
   if (cfg.max_allocations_per_user != 0 &&
       allocations_.userCount(std::string(username)) >= cfg.max_allocations_per_user) {
-    ++stats_.allocations_rejected_quota;
+    ++cur_->allocations_rejected_quota;
     return respondError(req, stun::error::kAllocationQuotaReached);
   }
   if (cfg.max_allocations != 0 && allocations_.size() >= cfg.max_allocations) {
-    ++stats_.allocations_rejected_capacity;
+    ++cur_->allocations_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
 
@@ -110,7 +110,7 @@ void Server::handleAllocate(Request& req) {
     if (grant.error().code == Error::Code::kUnsupported) {
       return respondError(req, stun::error::kAddressFamilyNotSupported);
     }
-    ++stats_.allocations_rejected_capacity;
+    ++cur_->allocations_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
   const Seconds lifetime = grantedLifetime(m);
@@ -123,7 +123,7 @@ void Server::handleAllocate(Request& req) {
   a.key = *req.key;
   allocations_.addUser(a.username);
   rearm(a);
-  ++stats_.allocations_created;
+  ++cur_->allocations_created;
 
   respond(req, stun::MessageClass::kSuccessResponse, [&](stun::MessageBuilder& b) {
     addSuccessAttributes(b, a, lifetime);

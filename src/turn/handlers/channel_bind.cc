@@ -7,7 +7,7 @@
 namespace kturn::turn {
 
 void Server::handleChannelBind(Request& req) {
-  ++stats_.requests_channel_bind;
+  ++cur_->requests_channel_bind;
   Allocation* a = allocations_.find(req.five_tuple);
   if (!authenticate(req, a)) return;
   if (rejectUnknownAttributes(req)) return;
@@ -33,7 +33,7 @@ void Server::handleChannelBind(Request& req) {
 
   PolicyVerdict verdict;
   if (!admits(*a, verdict, *peer)) {
-    ++stats_.permission_denied;
+    ++cur_->permission_denied;
     return respondError(req, stun::error::kForbidden);
   }
 

@@ -5,7 +5,7 @@
 namespace kturn::turn {
 
 void Server::handleCreatePermission(Request& req) {
-  ++stats_.requests_create_permission;
+  ++cur_->requests_create_permission;
   Allocation* a = allocations_.find(req.five_tuple);
   if (!authenticate(req, a)) return;
   if (rejectUnknownAttributes(req)) return;
@@ -22,7 +22,7 @@ void Server::handleCreatePermission(Request& req) {
     }
     PolicyVerdict verdict;
     if (!admitsIp(*a, verdict, peer->ip)) {
-      ++stats_.permission_denied;
+      ++cur_->permission_denied;
       return respondError(req, stun::error::kForbidden);
     }
     ++peers;

@@ -6,7 +6,7 @@
 namespace kturn::turn {
 
 void Server::handleRefresh(Request& req) {
-  ++stats_.requests_refresh;
+  ++cur_->requests_refresh;
   Allocation* a = allocations_.find(req.five_tuple);
   if (!authenticate(req, a)) return;
   if (rejectUnknownAttributes(req)) return;
@@ -24,7 +24,7 @@ void Server::handleRefresh(Request& req) {
   const auto requested = lifetime_attr ? stun::decodeUint32(*lifetime_attr) : std::nullopt;
   Seconds lifetime{0};
   if (requested && *requested == 0) {
-    ++stats_.allocations_deleted;
+    ++cur_->allocations_deleted;
     deleteAllocation(*a);  // `req.key` stays valid: it points at the request's own copy
   } else {
     lifetime = grantedLifetime(req.message);

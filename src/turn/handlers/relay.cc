@@ -13,27 +13,27 @@ void Server::handleSend(const FiveTuple& five_tuple, const stun::MessageView& me
                         const Now& now, Actions& out) {
   Allocation* a = allocations_.find(five_tuple);
   if (a == nullptr) {
-    ++stats_.drop_no_allocation;
+    ++cur_->drop_no_allocation;
     return;
   }
   const auto peer_attr = message.value(stun::attr::kXorPeerAddress);
   const auto data = message.value(stun::attr::kData);
   const auto peer = peer_attr ? stun::decodeXorAddress(*peer_attr, message.xorPad()) : std::nullopt;
   if (!peer || !data || peer->family() != a->relayed.family()) {
-    ++stats_.drop_malformed;
+    ++cur_->drop_malformed;
     return;
   }
   Permission* p = a->findPermission(peer->ip);
   if (p == nullptr || p->expires <= now.mono) {
-    ++stats_.drop_no_permission;
+    ++cur_->drop_no_permission;
     return;
   }
   if (!admitsPacket(*a, *p, *peer)) {
-    ++stats_.drop_peer_denied;
+    ++cur_->drop_peer_denied;
     return;
   }
-  ++stats_.client_packets_relayed;
-  stats_.client_bytes_relayed += data->size();
+  ++cur_->client_packets_relayed;
+  cur_->client_bytes_relayed += data->size();
   out.to_peers.push_back({a->id, *peer, *data});
 }
 
@@ -41,70 +41,71 @@ void Server::onChannelData(const FiveTuple& five_tuple, std::span<const uint8_t>
                            const Now& now, Actions& out) {
   auto cd = stun::parseChannelData(packet);
   if (!cd) {
-    ++stats_.drop_malformed;
+    ++cur_->drop_malformed;
     return;
   }
   Allocation* a = allocations_.find(five_tuple);
   if (a == nullptr) {
-    ++stats_.drop_no_allocation;
+    ++cur_->drop_no_allocation;
     return;
   }
   ChannelBinding* channel = a->findChannel(cd->channel);
   if (channel == nullptr || channel->expires <= now.mono) {
-    ++stats_.drop_unknown_channel;
+    ++cur_->drop_unknown_channel;
     return;
   }
   const Permission* p = a->findPermission(channel->peer.ip);
   if (p == nullptr || p->expires <= now.mono) {
-    ++stats_.drop_no_permission;
+    ++cur_->drop_no_permission;
     return;
   }
   if (!admits(*a, channel->verdict, channel->peer)) {
-    ++stats_.drop_peer_denied;
+    ++cur_->drop_peer_denied;
     return;
   }
-  ++stats_.client_packets_relayed;
-  stats_.client_bytes_relayed += cd->data.size();
+  ++cur_->client_packets_relayed;
+  cur_->client_bytes_relayed += cd->data.size();
   out.to_peers.push_back({a->id, channel->peer, cd->data});
 }
 
 void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPacket packet,
                           const Now& now, Actions& out) {
   Allocation* a = allocations_.find(id);
+  countFor(a != nullptr ? a->listener : 0);
   if (a == nullptr) {
-    ++stats_.drop_no_allocation;
+    ++cur_->drop_no_allocation;
     return;
   }
   Permission* p = a->findPermission(peer.ip);
   if (p == nullptr || p->expires <= now.mono) {
-    ++stats_.drop_no_permission;
+    ++cur_->drop_no_permission;
     return;
   }
   uint8_t* payload = packet.buffer.data() + packet.offset;
   const size_t length = packet.length;
   if (length > 0xFFFF - 64 || packet.offset < PeerPacket::kHeadroom ||
       packet.buffer.size() < packet.offset + length + PeerPacket::kTailroom) {
-    ++stats_.drop_malformed;
+    ++cur_->drop_malformed;
     return;
   }
 
   if (ChannelBinding* channel = a->findChannel(peer);
       channel != nullptr && channel->expires > now.mono) {
     if (!admits(*a, channel->verdict, peer)) {
-      ++stats_.drop_peer_denied;
+      ++cur_->drop_peer_denied;
       return;
     }
     // Over UDP ChannelData needs no padding (RFC 8656 §12.5).
     uint8_t* start = payload - stun::kChannelDataHeaderSize;
     stun::writeChannelDataHeader(start, channel->number, static_cast<uint16_t>(length));
-    ++stats_.peer_packets_relayed;
-    stats_.peer_bytes_relayed += length;
+    ++cur_->peer_packets_relayed;
+    cur_->peer_bytes_relayed += length;
     out.to_clients.push_back(
         {a->listener, a->five_tuple.client, {start, length + stun::kChannelDataHeaderSize}});
     return;
   }
   if (!admitsPacket(*a, *p, peer)) {
-    ++stats_.drop_peer_denied;
+    ++cur_->drop_peer_denied;
     return;
   }
 
@@ -127,8 +128,8 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
   stun::store16(data_header, stun::attr::kData);
   stun::store16(data_header + 2, static_cast<uint16_t>(length));
   std::fill(payload + length, payload + padded, uint8_t{0});
-  ++stats_.peer_packets_relayed;
-  stats_.peer_bytes_relayed += length;
+  ++cur_->peer_packets_relayed;
+  cur_->peer_bytes_relayed += length;
   out.to_clients.push_back(
       {a->listener, a->five_tuple.client, {start, static_cast<size_t>(payload + padded - start)}});
 }

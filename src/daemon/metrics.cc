@@ -1,0 +1,110 @@
+#include "daemon/metrics.h"
+
+#include <string>
+
+#include "admin/kturn_metrics.h"
+#include "admin/process_metrics.h"
+#include "admin/stunner_metrics.h"
+
+namespace kturn::daemon {
+namespace {
+
+using admin::Labels;
+
+Labels labels(std::initializer_list<std::pair<std::string_view, std::string_view>> pairs) {
+  Labels out;
+  for (const auto& [k, v] : pairs) out.emplace_back(std::string(k), std::string(v));
+  return out;
+}
+
+template <class T>
+const T& at(const std::vector<T>& v, size_t i) {
+  static const T kEmpty{};
+  return i < v.size() ? v[i] : kEmpty;
+}
+
+}  // namespace
+
+std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
+                                              const Dataplane& dataplane) {
+  namespace st = admin::stunner;
+  namespace ks = admin::kturn_series;
+  std::vector<admin::MetricFamily> out;
+
+  auto active = admin::familyOf(st::kAllocationsActive);
+  active.samples.push_back({{}, static_cast<double>(stats.allocations)});
+  out.push_back(std::move(active));
+
+  auto packets = admin::familyOf(st::kListenerPacketsTotal);
+  auto bytes = admin::familyOf(st::kListenerBytesTotal);
+  auto created = admin::familyOf(ks::kAllocationsCreatedTotal);
+  auto expired = admin::familyOf(ks::kAllocationsExpiredTotal);
+  auto rejected = admin::familyOf(ks::kAllocationsRejectedTotal);
+  auto auth = admin::familyOf(ks::kAuthFailuresTotal);
+  auto relayed_packets = admin::familyOf(ks::kRelayedPacketsTotal);
+  auto relayed_bytes = admin::familyOf(ks::kRelayedBytesTotal);
+  auto drops = admin::familyOf(ks::kDropsTotal);
+  for (const ListenerSpec& l : dataplane.listeners) {
+    const ListenerTraffic& t = at(stats.traffic, l.id);
+    const turn::ServerStats& s = at(stats.turn_by_listener, l.id);
+    const std::string_view name = l.name;
+    packets.samples.push_back(
+        {labels({{st::kLabelDirection, st::kDirectionRx}, {st::kLabelName, name}}),
+         static_cast<double>(t.rx_packets)});
+    packets.samples.push_back(
+        {labels({{st::kLabelDirection, st::kDirectionTx}, {st::kLabelName, name}}),
+         static_cast<double>(t.tx_packets)});
+    bytes.samples.push_back(
+        {labels({{st::kLabelDirection, st::kDirectionRx}, {st::kLabelName, name}}),
+         static_cast<double>(t.rx_bytes)});
+    bytes.samples.push_back(
+        {labels({{st::kLabelDirection, st::kDirectionTx}, {st::kLabelName, name}}),
+         static_cast<double>(t.tx_bytes)});
+
+    const auto listener = [&](std::string_view key = {}, std::string_view value = {}) {
+      return key.empty() ? labels({{ks::kLabelListener, name}})
+                         : labels({{ks::kLabelListener, name}, {key, value}});
+    };
+    created.samples.push_back({listener(), static_cast<double>(s.allocations_created)});
+    expired.samples.push_back({listener(), static_cast<double>(s.allocations_expired)});
+    rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kQuotaReached),
+                                static_cast<double>(s.allocations_rejected_quota)});
+    rejected.samples.push_back(
+        {listener(ks::kLabelReason, ks::reject_reason::kInsufficientCapacity),
+         static_cast<double>(s.allocations_rejected_capacity)});
+    rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kForbidden),
+                                static_cast<double>(s.permission_denied)});
+    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kUnknownUser),
+                            static_cast<double>(s.auth_unknown_user)});
+    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kBadIntegrity),
+                            static_cast<double>(s.auth_bad_integrity)});
+    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kStaleNonce),
+                            static_cast<double>(s.auth_stale_nonce)});
+    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kExpiredCredential),
+                            static_cast<double>(s.auth_expired)});
+    relayed_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionRx),
+                                       static_cast<double>(s.client_packets_relayed)});
+    relayed_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
+                                       static_cast<double>(s.peer_packets_relayed)});
+    relayed_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionRx),
+                                     static_cast<double>(s.client_bytes_relayed)});
+    relayed_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
+                                     static_cast<double>(s.peer_bytes_relayed)});
+    for (const auto& [reason, value] :
+         {std::pair{ks::drop_reason::kNoPermission, s.drop_no_permission},
+          std::pair{ks::drop_reason::kPeerNotAllowed, s.drop_peer_denied},
+          std::pair{ks::drop_reason::kNoAllocation, s.drop_no_allocation},
+          std::pair{ks::drop_reason::kUnboundChannel, s.drop_unknown_channel},
+          std::pair{ks::drop_reason::kMalformed, s.drop_malformed + s.drop_not_turn}}) {
+      drops.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
+    }
+  }
+  for (auto* f : {&packets, &bytes, &created, &expired, &rejected, &auth, &relayed_packets,
+                  &relayed_bytes, &drops}) {
+    out.push_back(std::move(*f));
+  }
+  for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));
+  return out;
+}
+
+}  // namespace kturn::daemon

@@ -73,6 +73,13 @@ Result<void> Daemon::start() {
   }
   for (auto& w : workers_) w->start();
   health_.setReady();
+  if (options_.watch && isReloadable(options_.origin)) {
+    const std::string path =
+        options_.origin.rfind("file://", 0) == 0 ? options_.origin.substr(7) : options_.origin;
+    watcher_ = std::make_unique<FileWatcher>(path, [this] { reload(); });
+    if (auto watching = watcher_->start(); !watching) return watching;
+    spdlog::info("watching {} for changes", path);
+  }
   dns_thread_ = std::thread([this] { dnsLoop(); });
   for (const ListenerSpec& l : dataplane_->listeners) {
     spdlog::info("listener {}: TURN-UDP on {} ({} workers)", l.name, l.address.toString(),
@@ -208,6 +215,7 @@ void Daemon::stop() {
     stopping_ = true;
   }
   dns_wakeup_.notify_all();
+  if (watcher_) watcher_->stop();
   if (dns_thread_.joinable()) dns_thread_.join();
   for (auto& w : workers_) w->stop();
   if (metrics_server_) metrics_server_->stop();
@@ -215,6 +223,7 @@ void Daemon::stop() {
 }
 
 void Daemon::reload() {
+  std::lock_guard reloading(reload_mutex_);
   if (!isReloadable(options_.origin)) {
     spdlog::warn("SIGHUP: the config origin is not a file; nothing to reload");
     return;

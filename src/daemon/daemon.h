@@ -16,6 +16,7 @@
 #include "admin/health_state.h"
 #include "daemon/config_source.h"
 #include "daemon/dataplane_builder.h"
+#include "daemon/file_watcher.h"
 #include "daemon/reservation_pool.h"
 #include "daemon/worker.h"
 
@@ -31,6 +32,7 @@ class Daemon {
     // much time has passed (stunnerd's terminationGracePeriod default, seed 004).
     std::chrono::seconds grace_period{3600};
     bool force_ready = false;  // stunnerd's --force-ready-status
+    bool watch = false;        // stunnerd's -w: reload a file config when it changes
   };
 
   explicit Daemon(Options options);
@@ -76,7 +78,9 @@ class Daemon {
   std::unique_ptr<admin::AdminServer> health_server_;
   std::unique_ptr<admin::AdminServer> metrics_server_;  // null when sharing health_server_
 
-  std::mutex mutex_;  // config, dns_ and dataplane_: the control path, never the data path
+  std::unique_ptr<FileWatcher> watcher_;
+  std::mutex reload_mutex_;  // one reload at a time (SIGHUP and the file watcher)
+  std::mutex mutex_;         // config, dns_ and dataplane_: the control path, never the data path
   std::condition_variable dns_wakeup_;
   bool stopping_ = false;
   std::thread dns_thread_;

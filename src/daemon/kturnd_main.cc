@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   size_t workers = 0;
   int64_t grace_seconds = 3600;
   bool force_ready = false;
+  bool watch = false;
   app.add_option("-c,--config", origin,
                  "config origin: file://PATH (or a path); empty for the embedded default");
   app.add_option("uri", turn_uri, "TURN URI for a one-shot config, e.g. turn://u:p@127.0.0.1:3478");
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--force-ready-status", force_ready,
                "keep /ready at 200 while terminating (stunnerd's flag)");
+  app.add_flag("-w,--watch", watch, "reload the config file when it changes (inotify)");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
   options.workers = workers;
   options.grace_period = std::chrono::seconds(grace_seconds);
   options.force_ready = force_ready;
+  options.watch = watch;
   kturn::daemon::Daemon daemon(options);
   if (auto started = daemon.start(); !started) {
     spdlog::critical("{}", started.error().message);

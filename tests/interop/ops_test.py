@@ -6,6 +6,7 @@
   --case reload   SIGHUP with a broken config keeps the running one (error names the field);
                   SIGHUP with a config that withdraws the peer's route refuses that peer (403)
                   while the allocation made before lives on.
+  --case watch    the same, kturnd -w noticing the file replaced (inotify), no signal.
   --case drain    SIGTERM during traffic: /ready answers 503 at once, the running uclient
                   session completes with zero loss, kturnd exits 0 once its allocations end.
 
@@ -99,34 +100,48 @@ def case_metrics(args, workdir):
               f"tx={listener_tx}")
 
 
-def case_reload(args, workdir):
-    with start_kturnd(args, workdir, {}) as s:
+def reload_scenario(args, workdir, watch: bool):
+    """Bad config kept out, withdrawn route refused; reloads by SIGHUP or by the file watcher."""
+    with start_kturnd(args, workdir, {}, ["-w"] if watch else []) as s:
         user, password = s.settings.credentials()
         peer = ("127.0.0.1", 40000)
+
+        def write_config(text):
+            if watch:  # replace the file by rename, as editors and ConfigMap updates do
+                tmp = s.config_path + ".new"
+                with open(tmp, "w") as f:
+                    f.write(text)
+                os.rename(tmp, s.config_path)
+            else:
+                with open(s.config_path, "w") as f:
+                    f.write(text)
+                os.kill(s.proc.proc.pid, signal.SIGHUP)
+            time.sleep(0.8)
+
         with h.TurnClient(s.address, user, password) as client:
             client.allocate()
             h.check(client.create_permission(peer).error_code() is None,
                     "permission for the routed peer refused")
-            # A broken config is refused and the running one kept.
             good = open(s.config_path).read()
-            with open(s.config_path, "w") as f:
-                f.write(good.replace('"TURN-UDP"', '"TURN-SCTP"'))
-            os.kill(s.proc.proc.pid, signal.SIGHUP)
-            time.sleep(0.5)
+            write_config(good.replace('"TURN-UDP"', '"TURN-SCTP"'))
             s.check_alive()
             h.check("listeners[0].protocol" in s.proc.output(),
                     "the rejected config's error does not name the field")
             h.check(client.create_permission(peer).error_code() is None,
                     "the running config was not kept after a rejected reload")
-            # A valid config that withdraws the route: the peer is refused, the allocation lives.
-            with open(s.config_path, "w") as f:
-                f.write(good.replace("127.0.0.1/32", "127.0.0.9/32"))
-            os.kill(s.proc.proc.pid, signal.SIGHUP)
-            time.sleep(0.5)
+            write_config(good.replace("127.0.0.1/32", "127.0.0.9/32"))
             err = client.create_permission(peer).error_code()
             h.check(err is not None and err[0] == 403, f"after reload expected 403, got {err}")
             h.check(client.refresh(600).error_code() is None,
                     "the allocation made before the reload is gone")
+
+
+def case_reload(args, workdir):
+    reload_scenario(args, workdir, watch=False)
+
+
+def case_watch(args, workdir):
+    reload_scenario(args, workdir, watch=True)
 
 
 def case_drain(args, workdir):
@@ -182,9 +197,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_server_args(p)
-    p.add_argument("--case", choices=("metrics", "reload", "drain"), required=True)
+    p.add_argument("--case", choices=("metrics", "reload", "watch", "drain"), required=True)
     args, _ = p.parse_known_args()
-    cases = {"metrics": case_metrics, "reload": case_reload, "drain": case_drain}
+    cases = {"metrics": case_metrics, "reload": case_reload, "watch": case_watch,
+             "drain": case_drain}
     h.run_test(f"ops-{args.case}", lambda a, w: cases[a.case](a, w), p)
 
 

@@ -190,6 +190,11 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
     respondChallenge(req, stun::error::kUnauthorized);
     return false;
   }
+  const AuthThrottle::Limits limits{cfg.auth_failures_per_window, cfg.auth_failure_window_seconds};
+  if (!auth_throttle_.allows(req.five_tuple.client.ip, req.now.unix_seconds, limits)) {
+    ++cur_->auth_throttled;  // dropped unanswered, before any HMAC work
+    return false;
+  }
   const auto username = m.value(stun::attr::kUsername);
   const auto realm = m.value(stun::attr::kRealm);
   const auto nonce = m.value(stun::attr::kNonce);
@@ -214,23 +219,22 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
     const auto expiry = restUsernameExpiry(user);
     if (!expiry || *expiry < req.now.unix_seconds) {
       ++(expiry ? cur_->auth_expired : cur_->auth_unknown_user);
-      respondChallenge(req, stun::error::kUnauthorized);
+      rejectCredentials(req, stun::error::kUnauthorized);
       return false;
     }
   }
   stun::IntegrityKey key;
   if (allocation != nullptr) {
     if (user != allocation->username) {
-      respondError(req, stun::error::kWrongCredentials);
+      rejectCredentials(req, stun::error::kWrongCredentials);
       return false;
     }
     key = allocation->key;
   } else {
     auto outcome = Authenticator::lookup(cfg, user, req.now.unix_seconds, algorithm);
     if (!outcome.key) {
-      ++(outcome.failure == AuthFailure::kExpired ? cur_->auth_expired
-                                                      : cur_->auth_unknown_user);
-      respondChallenge(req, stun::error::kUnauthorized);
+      ++(outcome.failure == AuthFailure::kExpired ? cur_->auth_expired : cur_->auth_unknown_user);
+      rejectCredentials(req, stun::error::kUnauthorized);
       return false;
     }
     key = *outcome.key;
@@ -248,7 +252,7 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
   }
   if (!valid) {
     ++cur_->auth_bad_integrity;
-    respondChallenge(req, stun::error::kUnauthorized);
+    rejectCredentials(req, stun::error::kUnauthorized);
     return false;
   }
   if (nonces_.check(stun::decodeString(*nonce), req.five_tuple.client, req.now.unix_seconds) !=
@@ -298,6 +302,17 @@ void Server::respondError(Request& req, int code) {
   ++cur_->error_responses;
   respond(req, stun::MessageClass::kErrorResponse,
           [code](stun::MessageBuilder& b) { b.addErrorCode(code); });
+}
+
+void Server::rejectCredentials(Request& req, int code) {
+  const ServerConfig& cfg = *config_;
+  auth_throttle_.recordFailure(req.five_tuple.client.ip, req.now.unix_seconds,
+                               {cfg.auth_failures_per_window, cfg.auth_failure_window_seconds});
+  if (code == stun::error::kWrongCredentials) {
+    respondError(req, code);
+  } else {
+    respondChallenge(req, code);
+  }
 }
 
 void Server::respondChallenge(Request& req, int code) {

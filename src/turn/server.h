@@ -15,6 +15,7 @@
 #include "stun/message_builder.h"
 #include "turn/actions.h"
 #include "turn/allocation_table.h"
+#include "turn/auth_throttle.h"
 #include "turn/authenticator.h"
 #include "turn/nonce.h"
 #include "turn/relay_allocator.h"
@@ -110,6 +111,8 @@ class Server {
   void respondError(Request& req, int code);
   // 401/438: REALM and a fresh NONCE, no MESSAGE-INTEGRITY.
   void respondChallenge(Request& req, int code);
+  // A 401/441 for credentials that were presented and are wrong: counts against the source.
+  void rejectCredentials(Request& req, int code);
 
   // Allocation lifecycle.
   Seconds grantedLifetime(const stun::MessageView& message) const;
@@ -129,6 +132,7 @@ class Server {
   RelayAllocator& relays_;
   NonceGenerator nonces_;
   uint64_t rng_state_;
+  AuthThrottle auth_throttle_;
   AllocationTable allocations_;
   TimerWheel<AllocationId> timers_;
   // Selects the listener whose counters the current input updates; called at each entry point

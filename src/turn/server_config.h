@@ -72,6 +72,10 @@ struct ServerConfig {
   uint32_t max_allocations_per_user = 0;
   uint32_t max_allocations = 0;
   std::string software = "kturn";
+  // Failed authentications allowed per source address and window before that address's
+  // authenticated requests are dropped unanswered until the window ends.
+  uint32_t auth_failures_per_window = 20;
+  int64_t auth_failure_window_seconds = 10;
   std::vector<ListenerPolicy> listeners;
 
   const ListenerPolicy* listener(ListenerId id) const;

@@ -24,6 +24,7 @@ namespace kturn::turn {
   X(auth_unknown_user, "requests with an unknown or malformed username")                  \
   X(auth_expired, "requests with an expired ephemeral username")                          \
   X(auth_stale_nonce, "requests answered 438 Stale Nonce")                                \
+  X(auth_throttled, "requests dropped: too many failed authentications from the source")  \
   X(permission_denied, "CreatePermission/ChannelBind refused with 403 (peer not routed)") \
   X(client_packets_relayed, "packets relayed client to peer")                             \
   X(client_bytes_relayed, "payload bytes relayed client to peer")                         \

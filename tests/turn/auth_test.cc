@@ -219,3 +219,39 @@ TEST_F(RotationTest, BeforeDuringAndAfterTheOverlap) {
 
 }  // namespace
 }  // namespace kturn::turn::testing
+
+namespace kturn::turn::testing {
+namespace {
+
+TEST_F(TurnTest, AuthFailureFloodFromOneAddressIsThrottledWithoutHurtingOthers) {
+  ServerConfig c = staticConfig();
+  c.auth_failures_per_window = 5;
+  c.auth_failure_window_seconds = 10;
+  reset(c);
+  password_ = "wrong";
+  ASSERT_EQ(allocate().errorCode(), 401);  // learns the nonce; 2 failures
+  for (int i = 0; i < 3; ++i) {
+    auto reply = fromClient(buildRequest(stun::Method::kAllocate, {}));
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->errorCode(), 401);
+  }
+  // The 6th attempt, even with the right password, is dropped unanswered.
+  password_ = "pass1";
+  EXPECT_FALSE(fromClient(buildRequest(stun::Method::kAllocate, {})));
+  EXPECT_GE(server_->stats().auth_throttled, 1u);
+
+  // Another source is unaffected.
+  const FiveTuple flooder = tuple_;
+  tuple_.client = addr("192.0.2.99:5000");
+  nonce_.clear();
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+
+  // The flooder is served again after the window.
+  tuple_ = flooder;
+  nonce_.clear();
+  advance(Seconds(11));
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+}
+
+}  // namespace
+}  // namespace kturn::turn::testing

@@ -67,6 +67,7 @@ Result<void> Daemon::start() {
   for (size_t i = 0; i < options_.workers; ++i) {
     Worker::Options wo;
     wo.index = i;
+    wo.session_log = options_.session_log;
     auto worker = std::make_unique<Worker>(wo, dataplane_, reservations_);
     if (auto bound = worker->bindListeners(); !bound) return bound;
     workers_.push_back(std::move(worker));

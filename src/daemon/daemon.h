@@ -33,6 +33,7 @@ class Daemon {
     std::chrono::seconds grace_period{3600};
     bool force_ready = false;  // stunnerd's --force-ready-status
     bool watch = false;        // stunnerd's -w: reload a file config when it changes
+    SessionLogOptions session_log;
   };
 
   explicit Daemon(Options options);

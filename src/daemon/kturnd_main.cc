@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   int64_t grace_seconds = 3600;
   bool force_ready = false;
   bool watch = false;
+  kturn::daemon::SessionLogOptions session_log;
   app.add_option("-c,--config", origin,
                  "config origin: file://PATH (or a path); empty for the embedded default");
   app.add_option("uri", turn_uri, "TURN URI for a one-shot config, e.g. turn://u:p@127.0.0.1:3478");
@@ -34,6 +35,10 @@ int main(int argc, char** argv) {
   app.add_flag("--force-ready-status", force_ready,
                "keep /ready at 200 while terminating (stunnerd's flag)");
   app.add_flag("-w,--watch", watch, "reload the config file when it changes (inotify)");
+  app.add_flag("--log-anonymize-client", session_log.anonymize_client,
+               "session records keep only the client's /24 (IPv4) or /48 (IPv6)");
+  app.add_flag("--log-hash-user", session_log.hash_user,
+               "session records carry a keyed hash of the username, not the name");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
@@ -61,6 +66,7 @@ int main(int argc, char** argv) {
   options.grace_period = std::chrono::seconds(grace_seconds);
   options.force_ready = force_ready;
   options.watch = watch;
+  options.session_log = session_log;
   kturn::daemon::Daemon daemon(options);
   if (auto started = daemon.start(); !started) {
     spdlog::critical("{}", started.error().message);

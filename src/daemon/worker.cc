@@ -30,10 +30,13 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
       relays_(
           loop_, reservations, [this](turn::AllocationId id, int fd) { onRelayReadable(id, fd); },
           static_cast<uint32_t>(options.index * 7919)),
+      session_log_(options.session_log, options.index),
       rx_(options.batch_size, options.max_datagram),
       tx_(options.batch_size * 2) {
   relays_.setDataplane(dataplane_);
+  session_log_.setDataplane(dataplane_);
   server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions());
+  server_->setSessionObserver(&session_log_);
   loop_.addTicker(std::chrono::milliseconds(250), [this] { server_->onTick(now()); });
 }
 
@@ -75,6 +78,7 @@ void Worker::applyDataplane(DataplanePtr dataplane) {
   post([this, dataplane = std::move(dataplane)]() mutable {
     dataplane_ = dataplane;
     relays_.setDataplane(dataplane_);
+    session_log_.setDataplane(dataplane_);
     server_->applyConfig(dataplane_->turn);
   });
 }

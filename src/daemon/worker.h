@@ -13,6 +13,7 @@
 
 #include "daemon/dataplane.h"
 #include "daemon/relay_sockets.h"
+#include "daemon/session_log.h"
 #include "net/event_loop.h"
 #include "net/udp_receive_batch.h"
 #include "net/udp_send_batch.h"
@@ -56,6 +57,7 @@ class Worker {
     size_t batch_size = 64;  // datagrams per recvmmsg/sendmmsg
     size_t max_datagram = 65535;
     int socket_buffer = 4 << 20;  // SO_RCVBUF/SO_SNDBUF of listener sockets
+    SessionLogOptions session_log;
   };
 
   Worker(const Options& options, DataplanePtr dataplane, ReservationPool& reservations);
@@ -97,6 +99,7 @@ class Worker {
   DataplanePtr dataplane_;
   net::EventLoop loop_;
   RelaySockets relays_;
+  SessionLog session_log_;
   std::unique_ptr<turn::Server> server_;
   std::vector<Listener> listeners_;
   net::UdpReceiveBatch rx_;

@@ -56,6 +56,14 @@ struct Allocation {
   std::vector<Permission> permissions;
   std::vector<ChannelBinding> channels;
 
+  // For the session record written when the allocation ends.
+  MonoTime created;
+  int64_t created_unix = 0;
+  uint64_t packets_to_peers = 0;
+  uint64_t bytes_to_peers = 0;
+  uint64_t packets_to_client = 0;
+  uint64_t bytes_to_client = 0;
+
   // The timer wheel slot this allocation is armed at, in monotonic seconds.
   int64_t armed_at = 0;
 

@@ -336,7 +336,8 @@ Seconds Server::grantedLifetime(const stun::MessageView& message) const {
   return std::max(l.allocation_default, std::min(Seconds(*requested), l.allocation_max));
 }
 
-void Server::deleteAllocation(Allocation& allocation) {
+void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const Now& now) {
+  if (observer_ != nullptr) observer_->onAllocationEnd(allocation, reason, now);
   relays_.close(allocation.id);
   allocations_.removeUser(allocation.username);
   allocations_.erase(allocation.id);
@@ -352,22 +353,22 @@ void Server::rearm(Allocation& allocation) {
 
 void Server::onTick(const Now& now) {
   timers_.advance(monoSeconds(now.mono), [&](AllocationId id, int64_t deadline) {
-    onAllocationTimer(id, deadline, now.mono);
+    onAllocationTimer(id, deadline, now);
   });
 }
 
-void Server::onAllocationTimer(AllocationId id, int64_t deadline, MonoTime now) {
+void Server::onAllocationTimer(AllocationId id, int64_t deadline, const Now& now) {
   Allocation* a = allocations_.find(id);
   // Entries superseded by an earlier re-arm are stale: only the armed one acts.
   if (a == nullptr || a->armed_at != deadline) return;
   countFor(a->listener);
-  if (a->expires <= now) {
+  if (a->expires <= now.mono) {
     ++cur_->allocations_expired;
-    deleteAllocation(*a);
+    deleteAllocation(*a, SessionEnd::kExpired, now);
     return;
   }
   a->armed_at = 0;
-  a->sweep(now);
+  a->sweep(now.mono);
   rearm(*a);
 }
 

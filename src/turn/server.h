@@ -21,6 +21,7 @@
 #include "turn/relay_allocator.h"
 #include "turn/server_config.h"
 #include "turn/server_stats.h"
+#include "turn/session_observer.h"
 #include "turn/timer_wheel.h"
 
 namespace kturn::turn {
@@ -44,6 +45,8 @@ class Server {
   };
 
   Server(ServerConfigPtr config, RelayAllocator& relays, const Options& options);
+  // Observes allocation ends (session records); optional, not owned.
+  void setSessionObserver(SessionObserver* observer) { observer_ = observer; }
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
@@ -116,9 +119,9 @@ class Server {
 
   // Allocation lifecycle.
   Seconds grantedLifetime(const stun::MessageView& message) const;
-  void deleteAllocation(Allocation& allocation);
+  void deleteAllocation(Allocation& allocation, SessionEnd reason, const Now& now);
   void rearm(Allocation& allocation);
-  void onAllocationTimer(AllocationId id, int64_t deadline, MonoTime now);
+  void onAllocationTimer(AllocationId id, int64_t deadline, const Now& now);
 
   // Peer admission under the current config, cached per epoch.
   bool admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer);
@@ -130,6 +133,7 @@ class Server {
   ServerConfigPtr config_;
   uint64_t epoch_ = 1;
   RelayAllocator& relays_;
+  SessionObserver* observer_ = nullptr;
   NonceGenerator nonces_;
   uint64_t rng_state_;
   AuthThrottle auth_throttle_;

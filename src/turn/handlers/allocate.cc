@@ -118,6 +118,8 @@ void Server::handleAllocate(Request& req) {
   a.relayed = grant->relayed;
   a.reservation_token = grant->reservation_token;
   a.expires = req.now.mono + lifetime;
+  a.created = req.now.mono;
+  a.created_unix = req.now.unix_seconds;
   std::copy(m.transactionId().begin(), m.transactionId().end(), a.allocate_transaction.begin());
   a.username = username;
   a.key = *req.key;

@@ -25,7 +25,8 @@ void Server::handleRefresh(Request& req) {
   Seconds lifetime{0};
   if (requested && *requested == 0) {
     ++cur_->allocations_deleted;
-    deleteAllocation(*a);  // `req.key` stays valid: it points at the request's own copy
+    // `req.key` stays valid: it points at the request's own copy.
+    deleteAllocation(*a, SessionEnd::kDeleted, req.now);
   } else {
     lifetime = grantedLifetime(req.message);
     a->expires = req.now.mono + lifetime;

@@ -34,6 +34,8 @@ void Server::handleSend(const FiveTuple& five_tuple, const stun::MessageView& me
   }
   ++cur_->client_packets_relayed;
   cur_->client_bytes_relayed += data->size();
+  ++a->packets_to_peers;
+  a->bytes_to_peers += data->size();
   out.to_peers.push_back({a->id, *peer, *data});
 }
 
@@ -65,6 +67,8 @@ void Server::onChannelData(const FiveTuple& five_tuple, std::span<const uint8_t>
   }
   ++cur_->client_packets_relayed;
   cur_->client_bytes_relayed += cd->data.size();
+  ++a->packets_to_peers;
+  a->bytes_to_peers += cd->data.size();
   out.to_peers.push_back({a->id, channel->peer, cd->data});
 }
 
@@ -100,6 +104,8 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
     stun::writeChannelDataHeader(start, channel->number, static_cast<uint16_t>(length));
     ++cur_->peer_packets_relayed;
     cur_->peer_bytes_relayed += length;
+    ++a->packets_to_client;
+    a->bytes_to_client += length;
     out.to_clients.push_back(
         {a->listener, a->five_tuple.client, {start, length + stun::kChannelDataHeaderSize}});
     return;
@@ -130,6 +136,8 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
   std::fill(payload + length, payload + padded, uint8_t{0});
   ++cur_->peer_packets_relayed;
   cur_->peer_bytes_relayed += length;
+  ++a->packets_to_client;
+  a->bytes_to_client += length;
   out.to_clients.push_back(
       {a->listener, a->five_tuple.client, {start, static_cast<size_t>(payload + padded - start)}});
 }

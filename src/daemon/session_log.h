@@ -1,0 +1,42 @@
+// One structured log record per allocation end (seed 001 §4.2, §7.2): session id, listener,
+// client (optionally anonymized), user (optionally hashed), relayed address, peers, packets and
+// bytes each way, duration, end reason. One line per allocation, never per packet.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "daemon/dataplane.h"
+#include "turn/session_observer.h"
+
+namespace kturn::daemon {
+
+struct SessionLogOptions {
+  bool enabled = true;
+  bool anonymize_client = false;  // IPv4 /24, IPv6 /48
+  bool hash_user = false;         // keyed hash of the username instead of the name
+};
+
+class SessionLog : public turn::SessionObserver {
+ public:
+  SessionLog(const SessionLogOptions& options, size_t worker_index);
+
+  void setDataplane(DataplanePtr dataplane) { dataplane_ = std::move(dataplane); }
+  void onAllocationEnd(const turn::Allocation& allocation, turn::SessionEnd reason,
+                       const turn::Now& now) override;
+
+  // The JSON record, for tests.
+  std::string record(const turn::Allocation& allocation, turn::SessionEnd reason,
+                     const turn::Now& now) const;
+
+ private:
+  SessionLogOptions options_;
+  size_t worker_;
+  DataplanePtr dataplane_;
+  std::array<uint8_t, 32> user_key_{};
+};
+
+// 192.0.2.77 → 192.0.2.0; 2001:db8:1:2::5 → 2001:db8:1::.
+IpAddress anonymize(const IpAddress& ip);
+
+}  // namespace kturn::daemon

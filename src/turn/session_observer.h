@@ -1,0 +1,30 @@
+// Told when an allocation ends, with everything a session record needs (seed 001 §4.2). The
+// daemon writes the structured log line; the core stays free of I/O. Called once per allocation,
+// never per packet.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "turn/allocation.h"
+#include "turn/time.h"
+
+namespace kturn::turn {
+
+enum class SessionEnd : uint8_t {
+  kDeleted,  // Refresh with lifetime 0
+  kExpired,  // lifetime ran out
+};
+
+constexpr std::string_view toString(SessionEnd e) {
+  return e == SessionEnd::kDeleted ? "deleted" : "expired";
+}
+
+class SessionObserver {
+ public:
+  virtual ~SessionObserver() = default;
+  virtual void onAllocationEnd(const Allocation& allocation, SessionEnd reason,
+                               const Now& now) = 0;
+};
+
+}  // namespace kturn::turn

@@ -1,0 +1,59 @@
+// Command-line options of kturn-bench, shared by the client groups and the echo peer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kturn/transport_address.h"
+
+namespace kturn::bench {
+
+enum class Mode : uint8_t {
+  kTraffic,    // allocate, bind, then paced ChannelData (or Send) through an echo peer
+  kAllocRate,  // authenticated Allocate + Refresh(0) cycles, as many per second as answered
+  kMany,       // hold many allocations (refreshed as needed), traffic on a subset
+};
+
+struct BenchOptions {
+  Mode mode = Mode::kTraffic;
+  TransportAddress server;
+  // --raw: no TURN at all. Clients send ChannelData frames to a udp-forwarder, which strips the
+  // 4-byte header towards the peer and adds it back towards the client.
+  bool raw = false;
+  // --send: Send indications out, Data indications back (no ChannelBind).
+  bool send_indications = false;
+
+  std::string auth = "static";  // static | rest
+  std::string username = "user1";
+  std::string password = "pass1";
+  std::string secret;            // rest: shared secret; usernames are "<expiry>:bench<i>"
+  uint32_t rest_ttl = 86400;
+
+  size_t clients = 10;     // allocations (one UDP socket each)
+  size_t active = 0;       // clients that send traffic; 0: all (traffic) or min(100, all) (many)
+  double rate = 10000;     // offered aggregate packets per second, client -> peer
+  size_t payload = 100;    // UDP payload bytes relayed to the peer (>= 24)
+  double warmup = 1.0;     // seconds of traffic not measured
+  double duration = 10.0;  // measured seconds
+  double drain = 0.5;      // seconds to wait for echoes after the last measured send
+  uint64_t max_packets = 200'000'000;  // hard bound on packets sent per run
+
+  size_t threads = 1;       // client threads (clients are split among them)
+  size_t peer_threads = 1;  // built-in echo peer threads (SO_REUSEPORT sockets)
+  std::optional<TransportAddress> peer;  // external echo peer; else the built-in one
+  TransportAddress peer_bind;            // where the built-in peer listens (port 0: any)
+
+  uint32_t lifetime = 600;       // requested allocation lifetime; refreshed at half of it
+  size_t window = 256;           // transactions in flight per thread (setup, teardown)
+  size_t concurrency = 64;       // alloc-rate: clients cycling in parallel
+  double setup_timeout = 120.0;  // seconds for every allocation to be set up
+
+  bool json = false;
+  bool quiet = false;
+
+  size_t activeClients() const;
+};
+
+}  // namespace kturn::bench

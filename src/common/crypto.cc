@@ -16,11 +16,17 @@ namespace {
 struct MacContext {
   EVP_MAC* mac = nullptr;
   EVP_MAC_CTX* ctx = nullptr;
-  explicit MacContext(const char* digest) : digest_name(digest) {
+  explicit MacContext(const char* digest) {
     mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
     if (mac == nullptr) std::abort();  // OpenSSL without HMAC is a broken install, not input.
     ctx = EVP_MAC_CTX_new(mac);
     if (ctx == nullptr) std::abort();
+    // The digest is set once: passing it to every EVP_MAC_init() costs a provider lookup (a
+    // lock and string compares) per MAC.
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>(digest), 0),
+        OSSL_PARAM_construct_end()};
+    if (EVP_MAC_CTX_set_params(ctx, params) != 1) std::abort();
   }
   ~MacContext() {
     EVP_MAC_CTX_free(ctx);
@@ -28,18 +34,14 @@ struct MacContext {
   }
   MacContext(const MacContext&) = delete;
   MacContext& operator=(const MacContext&) = delete;
-  const char* digest_name;
 };
 
 template <size_t N>
 std::array<uint8_t, N> hmac(MacContext& m, ByteSpan key, std::initializer_list<ByteSpan> parts) {
-  OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, const_cast<char*>(m.digest_name), 0),
-      OSSL_PARAM_construct_end()};
   std::array<uint8_t, N> out{};
   // An empty key is legal for HMAC; OpenSSL wants a non-null pointer.
   static const uint8_t kEmpty = 0;
-  if (EVP_MAC_init(m.ctx, key.empty() ? &kEmpty : key.data(), key.size(), params) != 1) {
+  if (EVP_MAC_init(m.ctx, key.empty() ? &kEmpty : key.data(), key.size(), nullptr) != 1) {
     std::abort();
   }
   for (ByteSpan p : parts) EVP_MAC_update(m.ctx, p.data(), p.size());
@@ -75,10 +77,22 @@ Sha256Digest hmacSha256(ByteSpan key, std::initializer_list<ByteSpan> parts) {
   return hmac<32>(m, key, parts);
 }
 
-Md5Digest md5(std::initializer_list<ByteSpan> parts) { return digest<16>(EVP_md5(), parts); }
+// Fetched once: EVP_md5()/EVP_sha256() make every EVP_DigestInit_ex() look the implementation
+// up in the provider store again.
+static const EVP_MD* fetched(const char* name) {
+  EVP_MD* md = EVP_MD_fetch(nullptr, name, nullptr);
+  if (md == nullptr) std::abort();
+  return md;  // kept for the life of the process
+}
+
+Md5Digest md5(std::initializer_list<ByteSpan> parts) {
+  static const EVP_MD* const kMd5 = fetched("MD5");
+  return digest<16>(kMd5, parts);
+}
 
 Sha256Digest sha256(std::initializer_list<ByteSpan> parts) {
-  return digest<32>(EVP_sha256(), parts);
+  static const EVP_MD* const kSha256 = fetched("SHA256");
+  return digest<32>(kSha256, parts);
 }
 
 bool equalConstantTime(ByteSpan a, ByteSpan b) {

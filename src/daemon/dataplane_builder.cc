@@ -95,6 +95,11 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     turn_config->listeners.push_back(std::move(policy));
     dataplane->listeners.push_back(spec);
   }
+  // No listener may relay to any listener of this server (a TURN-in-TURN loop).
+  for (turn::ListenerPolicy& policy : turn_config->listeners) {
+    for (const ListenerSpec& spec : dataplane->listeners)
+      policy.own_addresses.push_back(spec.address);
+  }
   dataplane->turn = std::move(turn_config);
   return DataplanePtr(std::move(dataplane));
 }

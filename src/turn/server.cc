@@ -352,9 +352,8 @@ void Server::rearm(Allocation& allocation) {
 }
 
 void Server::onTick(const Now& now) {
-  timers_.advance(monoSeconds(now.mono), [&](AllocationId id, int64_t deadline) {
-    onAllocationTimer(id, deadline, now);
-  });
+  timers_.advance(monoSeconds(now.mono),
+                  [&](AllocationId id, int64_t deadline) { onAllocationTimer(id, deadline, now); });
 }
 
 void Server::onAllocationTimer(AllocationId id, int64_t deadline, const Now& now) {

@@ -1,49 +1,63 @@
 #include "turn/server_config.h"
 
+#include "turn/restricted_peers.h"
+
 namespace kturn::turn {
-namespace {
-
-bool prefixMatches(const IpAddress& prefix, uint8_t length, const IpAddress& ip) {
-  if (prefix.family() != ip.family()) return false;
-  const auto a = prefix.bytes();
-  const auto b = ip.bytes();
-  const size_t full = length / 8;
-  for (size_t i = 0; i < full; ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  const int rest = length % 8;
-  if (rest == 0) return true;
-  const auto mask = static_cast<uint8_t>(0xFF << (8 - rest));
-  return (a[full] & mask) == (b[full] & mask);
-}
-
-}  // namespace
 
 bool PeerRange::containsIp(const IpAddress& ip) const {
-  return prefixMatches(prefix, prefix_length, ip);
+  return IpPrefix{prefix, prefix_length}.contains(ip);
 }
 
 bool PeerRange::contains(const TransportAddress& peer) const {
   return peer.port >= min_port && peer.port <= max_port && containsIp(peer.ip);
 }
 
+namespace {
+
+// Whether endpoint `r` may admit `ip`: always for ordinary addresses; for a restricted one only
+// when `r` lies inside the restricted range itself.
+bool mayAdmit(const PeerRange& r, const std::optional<IpPrefix>& restricted) {
+  return !restricted || restricted->covers(r.prefix, r.prefix_length);
+}
+
+}  // namespace
+
+bool ListenerPolicy::isOwnAddress(const TransportAddress& peer) const {
+  for (const TransportAddress& own : own_addresses) {
+    if (own.port != peer.port) continue;
+    if (own.ip == peer.ip) return true;
+    if (own.ip.isUnspecified() && restrictedRangeOf(peer.ip)) return true;
+  }
+  return false;
+}
+
 bool ListenerPolicy::allowsIp(const IpAddress& ip) const {
+  const auto restricted = restrictedRangeOf(ip);
   for (const PeerRange& r : peers) {
-    if (r.containsIp(ip)) return true;
+    if (r.containsIp(ip) && mayAdmit(r, restricted)) return true;
   }
   return false;
 }
 
 bool ListenerPolicy::allows(const TransportAddress& peer) const {
+  if (isOwnAddress(peer)) return false;
+  const auto restricted = restrictedRangeOf(peer.ip);
   for (const PeerRange& r : peers) {
-    if (r.contains(peer)) return true;
+    if (r.contains(peer) && mayAdmit(r, restricted)) return true;
   }
   return false;
 }
 
 bool ListenerPolicy::allowsAllPorts(const IpAddress& ip) const {
+  for (const TransportAddress& own : own_addresses) {
+    // Some port of this IP is our own listener: every packet's port must be checked.
+    if (own.ip == ip || (own.ip.isUnspecified() && restrictedRangeOf(ip))) return false;
+  }
+  const auto restricted = restrictedRangeOf(ip);
   for (const PeerRange& r : peers) {
-    if (r.min_port <= 1 && r.max_port == 65535 && r.containsIp(ip)) return true;
+    if (r.min_port <= 1 && r.max_port == 65535 && r.containsIp(ip) && mayAdmit(r, restricted)) {
+      return true;
+    }
   }
   return false;
 }

@@ -34,15 +34,24 @@ struct PeerRange {
 };
 
 // What one listener relays to: the union of the endpoints of the clusters its routes name.
+// Restricted peers (restricted_peers.h: loopback, link-local, metadata, ...) are admitted only by
+// an endpoint that itself lies inside their restricted range (127.0.0.1/32 admits 127.0.0.1,
+// 0.0.0.0/0 does not), and the server's own listener addresses never (a TURN-in-TURN loop).
 struct ListenerPolicy {
   ListenerId id = 0;
   std::string name;
   std::vector<PeerRange> peers;
+  // The transport addresses kturnd listens on; a wildcard address matches restricted peers
+  // (loopback, ...) on the same port.
+  std::vector<TransportAddress> own_addresses;
 
   bool allowsIp(const IpAddress& ip) const;
   bool allows(const TransportAddress& peer) const;
   // Some endpoint admits every port of `ip`: then no per-packet port check is needed.
   bool allowsAllPorts(const IpAddress& ip) const;
+
+ private:
+  bool isOwnAddress(const TransportAddress& peer) const;
 };
 
 struct Lifetimes {

@@ -23,8 +23,7 @@ constexpr std::string_view toString(SessionEnd e) {
 class SessionObserver {
  public:
   virtual ~SessionObserver() = default;
-  virtual void onAllocationEnd(const Allocation& allocation, SessionEnd reason,
-                               const Now& now) = 0;
+  virtual void onAllocationEnd(const Allocation& allocation, SessionEnd reason, const Now& now) = 0;
 };
 
 }  // namespace kturn::turn

@@ -34,3 +34,53 @@ format:
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# Fuzzing and sanitizer builds (tests/fuzz/CMakeLists.txt). Each uses its own build directory.
+# `make fuzz` builds the libFuzzer targets with clang, ASan and UBSan, coverage-instrumenting the
+# kturn libraries too, then fuzzes each target for FUZZ_SECONDS in turn and merges new coverage
+# into tests/fuzz/corpus/. Crashes land in tests/fuzz/crashes/.
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= stun_message_fuzz channel_data_fuzz turn_server_fuzz config_fuzz
+SANITIZER_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+.PHONY: fuzz fuzz-build test-asan test-tsan
+
+fuzz-build: deps
+	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DKTURN_SANITIZE=address,undefined \
+	  -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link \
+	  $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run_fuzzers.sh build-fuzz $(FUZZ_TARGETS)
+
+# The whole suite (unit, fuzz replay, interop against an instrumented kturnd) under sanitizers.
+test-asan: deps
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DKTURN_SANITIZE=address,undefined $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@$(SANITIZER_ENV) ctest --test-dir build-asan --output-on-failure -j $(JOBS) --timeout 600
+
+test-tsan: deps
+	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DKTURN_SANITIZE=thread $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+	@$(SANITIZER_ENV) ctest --test-dir build-tsan --output-on-failure -j $(JOBS) --timeout 600
+
+# Benchmarks (bench/README.md). `make bench` builds kturnd, the load generator and the forwarder,
+# then runs bench/compare: kturnd vs coturn vs udp-forwarder on loopback (about 20 minutes;
+# BENCH_ARGS=--quick for a 2-minute smoke run). `make bench-micro` runs the Google Benchmark
+# micro-benchmarks of the codec and the TURN core.
+.PHONY: bench bench-micro
+BENCH_ARGS ?=
+
+bench: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target kturnd kturn-bench udp-forwarder
+	@BUILD_DIR=$(BUILD_DIR) /usr/bin/python3 bench/compare $(BENCH_ARGS)
+
+bench-micro: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target kturn-micro
+	@$(BUILD_DIR)/bench/kturn-micro

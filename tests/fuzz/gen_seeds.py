@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/<target>/.
+
+Run from anywhere: python3 tests/fuzz/gen_seeds.py. Files are named seed-*, so libFuzzer's own
+additions (named by their SHA-1) stay apart; re-running overwrites only the seeds.
+
+  stun_message_fuzz  RFC 5769 vectors (read from tests/stun/rfc5769_test.cc) and TURN messages
+                     built here: authenticated Allocate/CreatePermission/ChannelBind/Refresh, Send
+                     and Data indications, error responses, MESSAGE-INTEGRITY-SHA256.
+  channel_data_fuzz  ChannelData frames, padded and not, and a stream of frames and STUN.
+  turn_server_fuzz   step programs in the format turn_server_fuzz.cc decodes: full sessions
+                     (allocate, permission, channel, relay both ways, refresh, expiry) under each
+                     config.
+  config_fuzz        the example of docs/config.md and configs shaped like tests/config's.
+"""
+import base64
+import hashlib
+import hmac
+import os
+import re
+import struct
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
+COOKIE = 0x2112A442
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+# --- STUN -----------------------------------------------------------------------------------
+
+def msg_type(method, cls):
+    return ((method & 0x000F) | ((method & 0x0070) << 1) | ((method & 0x0F80) << 2)
+            | ((cls & 1) << 4) | ((cls & 2) << 7))
+
+
+class Msg:
+    def __init__(self, method, cls, txid):
+        self.head = struct.pack(">HHI", msg_type(method, cls), 0, COOKIE) + txid
+        self.body = b""
+
+    def add(self, t, v):
+        self.body += struct.pack(">HH", t, len(v)) + v + b"\0" * (-len(v) % 4)
+        return self
+
+    def xor_addr(self, t, ip, port):
+        raw = bytes(int(x) for x in ip.split(".")) if "." in ip else ipv6(ip)
+        pad = self.head[4:20]
+        fam = 1 if len(raw) == 4 else 2
+        x = bytes(b ^ pad[i] for i, b in enumerate(raw))
+        return self.add(t, struct.pack(">BBH", 0, fam, port ^ (COOKIE >> 16)) + x)
+
+    def _with_len(self, extra):
+        return self.head[:2] + struct.pack(">H", len(self.body) + extra) + self.head[4:]
+
+    def integrity(self, key, sha256=False):
+        n = 32 if sha256 else 20
+        mac = hmac.new(key, self._with_len(4 + n) + self.body,
+                       hashlib.sha256 if sha256 else hashlib.sha1).digest()
+        return self.add(0x001C if sha256 else 0x0008, mac)
+
+    def fingerprint(self):
+        crc = zlib.crc32(self._with_len(8) + self.body) ^ 0x5354554E
+        return self.add(0x8028, struct.pack(">I", crc))
+
+    def bytes(self):
+        return self._with_len(0) + self.body
+
+
+def ipv6(text):
+    import ipaddress
+    return ipaddress.IPv6Address(text).packed
+
+
+def long_term_key(user, realm, password, sha256=False):
+    s = f"{user}:{realm}:{password}".encode()
+    return (hashlib.sha256 if sha256 else hashlib.md5)(s).digest()
+
+
+def rfc5769_vectors():
+    text = open(os.path.join(ROOT, "tests", "stun", "rfc5769_test.cc")).read()
+    out = {}
+    for name, body in re.findall(r"const Bytes (k\w+) = \{(.*?)\};", text, re.S):
+        body = re.sub(r"//[^\n]*", "", body)
+        out[name] = bytes(int(x, 16) for x in re.findall(r"0x[0-9a-fA-F]{2}", body))
+    return out
+
+
+def stun_seeds():
+    for name, data in rfc5769_vectors().items():
+        write("stun_message_fuzz", "rfc5769-" + name[1:], data)
+    key = long_term_key("user1", "kturn.test", "pass1")
+    tx = bytes(range(1, 13))
+    udp = bytes([17, 0, 0, 0])
+    nonce = b"0123456789abcdef0123456789abcdef"
+
+    def auth(m, sha256=False):
+        m.add(0x0006, b"user1").add(0x0014, b"kturn.test").add(0x0015, nonce)
+        if sha256:
+            m.add(0x001D, bytes([0, 2, 0, 0]))
+        return m.integrity(long_term_key("user1", "kturn.test", "pass1", sha256), sha256)
+
+    write("stun_message_fuzz", "allocate", auth(Msg(3, 0, tx).add(0x0019, udp)
+                                                .add(0x000D, struct.pack(">I", 600))
+                                                .add(0x0018, b"\x80")).fingerprint().bytes())
+    write("stun_message_fuzz", "allocate-sha256",
+          auth(Msg(3, 0, tx).add(0x0019, udp).add(0x0017, bytes([2, 0, 0, 0])), True).bytes())
+    write("stun_message_fuzz", "create-permission",
+          auth(Msg(8, 0, tx).xor_addr(0x0012, "10.2.0.9", 5000)
+               .xor_addr(0x0012, "2001:db8:2::5", 7000)).fingerprint().bytes())
+    write("stun_message_fuzz", "channel-bind",
+          auth(Msg(9, 0, tx).add(0x000C, bytes([0x40, 0x01, 0, 0]))
+               .xor_addr(0x0012, "10.2.0.9", 5000)).bytes())
+    write("stun_message_fuzz", "refresh",
+          auth(Msg(4, 0, tx).add(0x000D, bytes(4)).add(0x0022, bytes(8))).bytes())
+    write("stun_message_fuzz", "send-indication",
+          Msg(6, 1, tx).xor_addr(0x0012, "10.2.0.9", 5000).add(0x0013, b"hello").add(0x001A, b"")
+          .fingerprint().bytes())
+    write("stun_message_fuzz", "data-indication",
+          Msg(7, 1, tx).xor_addr(0x0012, "2001:db8:2::5", 7000).add(0x0013, b"payload!").bytes())
+    write("stun_message_fuzz", "error-401",
+          Msg(3, 3, tx).add(0x0009, bytes([0, 0, 4, 1]) + b"Unauthorized")
+          .add(0x0014, b"kturn.test").add(0x0015, nonce).add(0x8022, b"kturn")
+          .fingerprint().bytes())
+    write("stun_message_fuzz", "error-420",
+          Msg(1, 3, tx).add(0x0009, bytes([0, 0, 4, 20]) + b"Unknown Attribute")
+          .add(0x000A, struct.pack(">HHH", 0x7777, 0x0031, 0x0002)).bytes())
+    write("stun_message_fuzz", "allocate-success",
+          Msg(3, 2, tx).xor_addr(0x0016, "10.1.0.1", 49152).add(0x000D, struct.pack(">I", 600))
+          .add(0x0022, struct.pack(">Q", 0xABCD)).xor_addr(0x0020, "192.0.2.10", 40000)
+          .add(0x0001, bytes([0, 1, 0x9c, 0x40, 192, 0, 2, 10]))
+          .add(0x8001, bytes([2, 0, 4, 40]) + b"Address Family not Supported")
+          .integrity(key).fingerprint().bytes())
+    write("stun_message_fuzz", "password-algorithms",
+          Msg(1, 0, tx).add(0x8002, struct.pack(">HHHH", 1, 0, 2, 0))
+          .add(0x001D, struct.pack(">HH", 2, 4) + b"abcd").add(0x001E, bytes(32))
+          .add(0x8029, bytes(8)).add(0x0024, bytes(4)).add(0x0025, b"").bytes())
+
+
+# --- ChannelData ----------------------------------------------------------------------------
+
+def channel_seeds():
+    def cd(ch, payload, pad=False):
+        out = struct.pack(">HH", ch, len(payload)) + payload
+        return out + b"\0" * (-len(out) % 4) if pad else out
+
+    write("channel_data_fuzz", "min-channel", cd(0x4000, b"hello"))
+    write("channel_data_fuzz", "max-channel-padded", cd(0x7FFF, b"abcde", pad=True))
+    write("channel_data_fuzz", "rfc8656-range-end", cd(0x4FFF, bytes(64)))
+    write("channel_data_fuzz", "empty", cd(0x4001, b""))
+    write("channel_data_fuzz", "stream",
+          cd(0x4001, b"one", True) + cd(0x4002, b"four", True)
+          + Msg(1, 0, bytes(12)).fingerprint().bytes() + cd(0x4003, b"x" * 9, True))
+    write("channel_data_fuzz", "length-beyond", struct.pack(">HH", 0x4000, 100) + b"short")
+
+
+# --- turn_server_fuzz programs --------------------------------------------------------------
+# The byte format is turn_server_fuzz.cc's; the helpers name its fields.
+
+ALLOCATE, CREATE_PERMISSION, CHANNEL_BIND, REFRESH, BINDING, CONNECTION_BIND = 0, 2, 3, 4, 5, 6
+PEER_ROUTED, PEER_ROUTED_2, PEER_RANGE, PEER_RANGE_BAD_PORT, PEER_DENIED = 0, 1, 2, 3, 4
+PEER_V6, PEER_V6_DENIED = 6, 7
+
+
+def u16(v):
+    return struct.pack(">H", v)
+
+
+def req(client, method, flags=0, defaults=b"", attrs=()):
+    """A request step: defaults are the bytes addDefaults() reads, attrs addAttribute()'s."""
+    return bytes([2, client, method, flags]) + defaults + bytes([len(attrs)]) + b"".join(attrs)
+
+
+def a_lifetime(sel):
+    return bytes([1, sel])
+
+
+def a_peer(p):
+    return bytes([2, p])
+
+
+def a_channel(sel):
+    return bytes([3, sel])
+
+
+def a_even_port(v):
+    return bytes([4, v])
+
+
+def a_token():
+    return bytes([5, 0])
+
+
+def a_family(f, additional=False):
+    return bytes([6, f, 1 if additional else 0])
+
+
+def a_dont_fragment():
+    return bytes([8])
+
+
+def a_raw(t, v):
+    return bytes([10]) + u16(t) + bytes([len(v)]) + v
+
+
+def allocate(client, attrs=(), flags=0):
+    # The first try draws 438 (empty nonce) and teaches the client its nonce; the second succeeds.
+    return req(client, ALLOCATE, flags, b"", attrs) * 2
+
+
+def create_permission(client, peer, flags=0):
+    return req(client, CREATE_PERMISSION, flags, bytes([peer]))
+
+
+def channel_bind(client, channel, peer, flags=0):
+    return req(client, CHANNEL_BIND, flags, bytes([channel, peer]))
+
+
+def refresh(client, lifetime_sel, flags=0):
+    return req(client, REFRESH, flags, b"", [a_lifetime(lifetime_sel)])
+
+
+def channel_data(client, channel, payload, pad=0):
+    return bytes([8, client, channel]) + u16(len(payload)) + payload + bytes([pad])
+
+
+def send_indication(client, peer, payload, flags=0):
+    return bytes([10, client, flags, peer]) + u16(len(payload)) + payload
+
+
+def from_peer(alloc, peer, payload, layout=0):
+    return bytes([11, alloc, peer, layout]) + u16(len(payload)) + payload
+
+
+def tick(seconds_sel, flags=0, ms=None):
+    return bytes([13, seconds_sel, flags]) + (bytes([ms]) if ms is not None else b"")
+
+
+def apply_config(i):
+    return bytes([14, i])
+
+
+def raw(client, data):
+    return bytes([0, client]) + u16(len(data)) + data
+
+
+def turn_seeds():
+    w = lambda name, *steps: write("turn_server_fuzz", name, b"".join(steps))
+    w("static-session",
+      allocate(0, [a_lifetime(3)]),
+      create_permission(0, PEER_ROUTED), create_permission(0, PEER_RANGE),
+      channel_bind(0, 0, PEER_ROUTED),
+      send_indication(0, PEER_ROUTED, b"to peer by Send"),
+      send_indication(0, PEER_RANGE, b"to ranged peer"),
+      channel_data(0, 0, b"to peer by channel", 2),
+      from_peer(0, PEER_ROUTED, b"back by channel"),
+      from_peer(0, PEER_RANGE, b"back by Data indication", 3),
+      from_peer(0, PEER_RANGE_BAD_PORT, b"dropped: port outside the range"),
+      from_peer(0, PEER_DENIED, b"dropped: no permission"),
+      tick(5), req(0, BINDING, 0x08), refresh(0, 3), refresh(0, 0))
+    w("ephemeral-expiry",
+      apply_config(1), allocate(0), allocate(1), allocate(2, [a_family(150)]),
+      create_permission(0, PEER_ROUTED_2), channel_bind(0, 1, PEER_ROUTED_2),
+      from_peer(0, PEER_ROUTED_2, b"x" * 40), tick(15), tick(15), tick(12),
+      channel_data(0, 1, b"after permission expiry"), tick(210), from_peer(0, PEER_ROUTED_2, b"y"))
+    w("ipv6-client",
+      allocate(2, [a_family(150)]), create_permission(2, PEER_V6),
+      create_permission(2, PEER_V6_DENIED), create_permission(2, PEER_ROUTED),
+      send_indication(2, PEER_V6, b"v6 payload"), from_peer(0, PEER_V6, b"v6 back"),
+      channel_bind(2, 2, PEER_V6), from_peer(0, PEER_V6, b"v6 back by channel"),
+      channel_data(2, 2, b"v6 by channel"))
+    w("config-swap",
+      allocate(0), allocate(1), create_permission(0, PEER_ROUTED_2),
+      channel_bind(0, 0, PEER_ROUTED_2), channel_bind(1, 1, PEER_ROUTED),
+      apply_config(2), channel_data(0, 0, b"withdrawn route"), channel_data(1, 1, b"still routed"),
+      from_peer(0, PEER_ROUTED_2, b"withdrawn"), from_peer(1, PEER_ROUTED, b"still routed"),
+      apply_config(3), req(0, REFRESH), req(0, BINDING), apply_config(0),
+      channel_data(0, 0, b"routed again"))
+    w("even-port-reservation",
+      allocate(0, [a_even_port(0x80), a_dont_fragment()]),
+      allocate(1, [a_token()]), allocate(2, [a_token(), a_even_port(0)]),
+      req(0, ALLOCATE, 0x20), req(0, ALLOCATE), tick(200, 0))
+    w("errors",
+      req(0, CREATE_PERMISSION, 0x02, bytes([0])),
+      req(0, ALLOCATE, 0x01), req(0, ALLOCATE, 0x10),
+      req(0, ALLOCATE, 0x40), req(0, CONNECTION_BIND), req(0, 7),
+      req(0, ALLOCATE, 0, b"", [a_raw(0x7777, b"??"), a_raw(0x0019, bytes([6, 0, 0, 0]))]),
+      allocate(0, [a_family(150, True)]),
+      req(0, CHANNEL_BIND, 0, bytes([0, PEER_DENIED])),
+      req(0, CHANNEL_BIND, 0, bytes([0, PEER_V6])),
+      req(0, ALLOCATE, 0x80, b"", []) + u16(30) + bytes([0x40]),
+      req(0, REFRESH, 0x04 | 0x01), req(0, ALLOCATE, 0x0C))
+    w("raw-datagrams",
+      raw(0, Msg(1, 0, bytes(12)).fingerprint().bytes()),
+      raw(1, Msg(3, 0, bytes(12)).add(0x0019, bytes([17, 0, 0, 0])).bytes()),
+      raw(0, Msg(3, 0, bytes(12)).bytes()[:-1] + b"\x01"),
+      raw(2, bytes([0x40, 0x00, 0x00, 0x10]) + b"short"),
+      raw(0, bytes([0x17, 0xFE, 0xFD]) + bytes(10)),
+      raw(0, rfc5769_vectors()["kSampleRequest"]))
+    w("peer-buffer-layouts",
+      allocate(0), create_permission(0, PEER_ROUTED),
+      from_peer(0, PEER_ROUTED, b"a", 0x07), from_peer(0, PEER_ROUTED, b"ab", 0x18),
+      from_peer(0, PEER_ROUTED, b"abc", 0xFF), from_peer(0, PEER_ROUTED, b"abcd", 0xFE),
+      from_peer(0, PEER_ROUTED, b""), from_peer(250, PEER_ROUTED, b"unknown allocation"))
+    w("clock-between-ticks",
+      allocate(0, [a_lifetime(2)]), create_permission(0, PEER_ROUTED),
+      tick(3, 3, 200), tick(9, 3, 250), create_permission(0, PEER_ROUTED),
+      tick(0, 1, 100), from_peer(0, PEER_ROUTED, b"late"), tick(255, 1, 255), tick(255),
+      allocate(0))
+
+
+# --- config_fuzz ----------------------------------------------------------------------------
+
+def config_seeds():
+    doc = open(os.path.join(ROOT, "docs", "config.md")).read()
+    blocks = re.findall(r"```(yaml|json)\n(.*?)```", doc, re.S)
+    for i, (_, text) in enumerate(blocks):
+        write("config_fuzz", f"docs-config-{i}.yaml", text)
+        # The same with real base64 for the TLS material, so it validates.
+        write("config_fuzz", f"docs-config-{i}-valid.yaml",
+              text.replace("LS0tLS1CRUdJTi...", base64.b64encode(b"-----BEGIN X-----\n").decode()))
+    cert = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    key = base64.b64encode(b"-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n")
+    write("config_fuzz", "stunnerd-readme.yaml", f"""version: v1
+admin:
+  name: my-stunnerd
+  logLevel: all:DEBUG
+  realm: "my-realm.example.com"
+auth:
+  type: ephemeral
+  credentials:
+    secret: $STUNNER_SHARED_SECRET
+listeners:
+  - name: stunnerd-udp
+    address: "$STUNNER_ADDR"
+    protocol: turn-udp
+    port: 3478
+    routes:
+      - default/media-plane
+  - name: stunnerd-dtls
+    address: "${{STUNNER_ADDR}}"
+    protocol: turn-dtls
+    port: $STUNNER_PORT
+    cert: "{cert.decode()}"
+    key: "{key.decode()}"
+    routes:
+      - default/media-plane
+clusters:
+  - name: default/media-plane
+    protocol: UDP
+    type: STATIC
+    endpoints:
+      - 127.0.0.1
+      - 10.0.0.0/8:<1000-2000>
+""")
+    write("config_fuzz", "operator.json", """{
+  "version": "v1",
+  "admin": {"name": "stunner-daemon", "loglevel": "all:INFO",
+            "healthcheck_endpoint": "http://:8086", "metrics_endpoint": ""},
+  "auth": {"type": "static", "realm": "stunner.l7mp.io",
+           "credentials": {"password": "pass-1", "username": "user-1"}},
+  "listeners": [
+    {"name": "stunner/udp-gateway/udp-listener", "protocol": "TURN-UDP",
+     "public_address": "35.205.10.190", "public_port": 3478, "address": "127.0.0.1",
+     "port": 3478, "min_relay_port": 10000, "max_relay_port": 20000,
+     "routes": ["stunner/iperf-server", "stunner/dns"]},
+    {"name": "stunner/tcp-gateway/tcp-listener", "protocol": "TURN-TCP",
+     "address": "127.0.0.1", "port": 3478, "routes": ["stunner/iperf-server"]}
+  ],
+  "clusters": [
+    {"name": "stunner/iperf-server", "type": "STATIC", "protocol": "UDP",
+     "endpoints": ["0.0.0.0/0", "::/0", "fd00::1:<1-65535>"]},
+    {"name": "stunner/dns", "type": "STRICT_DNS", "protocol": "udp",
+     "endpoints": ["media.default.svc.cluster.local"]}
+  ]
+}
+""")
+    write("config_fuzz", "minimal.yaml", """version: v1
+auth:
+  credentials:
+    username: user
+    password: pass
+""")
+    write("config_fuzz", "legacy-aliases.yaml", """version: v1
+admin: {name: legacy, loglevel: "all:WARN,turn:DEBUG", offload_engine: none}
+auth:
+  type: longterm
+  credentials: {secret: "p$ss$$word"}
+listeners:
+  - {name: l1, protocol: udp, port: 3478, routes: [c1]}
+  - {name: l2, protocol: TURN-TCP, port: 3479, routes: [c1, missing]}
+clusters:
+  - {name: c1, type: static, endpoints: ["192.168.0.1/32:<5000-5010>", "fd00::/8"]}
+""")
+
+
+if __name__ == "__main__":
+    stun_seeds()
+    channel_seeds()
+    turn_seeds()
+    config_seeds()

@@ -1,0 +1,194 @@
+#include "cds/cds_client.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <exception>
+#include <optional>
+
+#include "cds/transport.h"
+#include "cds/url_util.h"
+#include "cds/watcher.h"
+#include "config/parser.h"
+
+namespace kturn::cds {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+constexpr uint64_t kMaxResponseBody = 16 << 20;  // configs carry base64 certificates
+
+struct HttpReply {
+  unsigned status = 0;
+  std::string body;
+};
+
+template <class Stream>
+asio::awaitable<Result<HttpReply>> httpGet(Stream& stream, const Origin& origin,
+                                           const std::string& target) {
+  const auto token = asio::as_tuple(asio::use_awaitable);
+  http::request<http::empty_body> request{http::verb::get, target, 11};
+  request.set(http::field::host, origin.hostPort());
+  request.set(http::field::user_agent, "kturn-cds-client");
+  request.set(http::field::accept, "application/json");
+  auto [write_ec, written] = co_await http::async_write(stream, request, token);
+  if (write_ec) co_return makeError(Error::Code::kIo, "sending request: " + write_ec.message());
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxResponseBody);
+  auto [read_ec, read] = co_await http::async_read(stream, buffer, parser, token);
+  if (read_ec) co_return makeError(Error::Code::kIo, "reading response: " + read_ec.message());
+  co_return HttpReply{parser.get().result_int(), std::move(parser.get().body())};
+}
+
+template <class Stream>
+asio::awaitable<Result<HttpReply>> fetch(Stream& stream, const Origin& origin,
+                                         const std::string& target,
+                                         std::chrono::milliseconds timeout, bool verify_host) {
+  beast::error_code ec;
+  if constexpr (std::is_same_v<Stream, TlsStream>) {
+    ec = co_await openStream(stream, origin, timeout, verify_host);
+  } else {
+    ec = co_await openStream(stream, origin, timeout);
+  }
+  if (ec) co_return makeError(Error::Code::kIo, "connecting: " + ec.message());
+  co_return co_await httpGet(stream, origin, target);
+}
+
+std::string trimmed(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return std::string(text.substr(0, 200));
+}
+
+}  // namespace
+
+CdsClient::CdsClient(CdsClientOptions options, Origin origin, ConfigId id)
+    : options_(std::move(options)),
+      origin_(std::move(origin)),
+      id_(std::move(id)),
+      stats_(std::make_shared<WatcherStats>()) {}
+
+CdsClient::~CdsClient() { stop(); }
+
+Result<std::unique_ptr<CdsClient>> CdsClient::create(CdsClientOptions options) {
+  Result<Origin> origin = parseOrigin(options.origin);
+  if (!origin) return origin.error();
+  Result<ConfigId> id = parseConfigId(options.id);
+  if (!id) return id.error();
+  if (options.ping_period <= std::chrono::milliseconds::zero() ||
+      options.pong_wait <= std::chrono::milliseconds::zero() ||
+      options.retry_period < std::chrono::milliseconds::zero() ||
+      options.request_timeout <= std::chrono::milliseconds::zero()) {
+    return makeError(Error::Code::kInvalidArgument, "CDS client: timings must be positive");
+  }
+  return std::unique_ptr<CdsClient>(
+      new CdsClient(std::move(options), std::move(origin).value(), std::move(id).value()));
+}
+
+std::string CdsClient::getTarget() const {
+  std::string target = configPath(id_);
+  if (!options_.node.empty()) target += "?node=" + percentEncode(options_.node);
+  return target;
+}
+
+std::string CdsClient::watchTarget() const {
+  std::string target = configPath(id_) + "?watch=true";
+  if (!options_.node.empty()) target += "&node=" + percentEncode(options_.node);
+  return target;
+}
+
+Result<config::StunnerConfig> CdsClient::get() const {
+  std::shared_ptr<asio::ssl::context> tls;
+  if (origin_.tls) {
+    auto ctx = makeClientTlsContext(options_.tls_ca_file, options_.tls_insecure_skip_verify);
+    if (!ctx) return ctx.error();
+    tls = std::move(ctx).value();
+  }
+  const std::string target = getTarget();
+  std::optional<Result<HttpReply>> reply;
+  try {
+    asio::io_context ioc;
+    auto run = [&]() -> asio::awaitable<void> {
+      if (tls) {
+        TlsStream stream(ioc, *tls);
+        reply = co_await fetch(stream, origin_, target, options_.request_timeout,
+                               !options_.tls_insecure_skip_verify);
+      } else {
+        PlainStream stream(ioc);
+        reply = co_await fetch(stream, origin_, target, options_.request_timeout, false);
+      }
+    };
+    asio::co_spawn(ioc, run(), [](std::exception_ptr) {});
+    ioc.run();
+  } catch (const std::exception& e) {
+    return makeError(Error::Code::kInternal, std::string("CDS GET: ") + e.what());
+  }
+  const std::string where = "GET " + origin_.toString() + target;
+  if (!reply) return makeError(Error::Code::kInternal, where + ": no result");
+  if (!*reply) return makeError(reply->error().code, where + ": " + reply->error().message);
+  const HttpReply& r = reply->value();
+  if (r.status == 404) {
+    return makeError(Error::Code::kNotFound, where + ": 404 " + trimmed(r.body));
+  }
+  if (r.status != 200) {
+    return makeError(Error::Code::kIo,
+                     where + ": HTTP status " + std::to_string(r.status) + " " + trimmed(r.body));
+  }
+  Result<config::StunnerConfig> parsed = config::parseConfig(r.body);
+  if (!parsed) {
+    return makeError(parsed.error().code, where + ": invalid config: " + parsed.error().message);
+  }
+  return parsed;
+}
+
+Result<void> CdsClient::watch(WatchCallbacks callbacks) {
+  if (!callbacks.on_config) {
+    return makeError(Error::Code::kInvalidArgument, "CDS watch: on_config is required");
+  }
+  if (watcher_) return makeError(Error::Code::kInvalidArgument, "CDS watch: already watching");
+  std::shared_ptr<asio::ssl::context> tls;
+  if (origin_.tls) {
+    auto ctx = makeClientTlsContext(options_.tls_ca_file, options_.tls_insecure_skip_verify);
+    if (!ctx) return ctx.error();
+    tls = std::move(ctx).value();
+  }
+  WatcherSettings settings{
+      .origin = origin_,
+      .target = watchTarget(),
+      .ping_period = options_.ping_period,
+      .pong_wait = options_.pong_wait,
+      .retry_period = options_.retry_period,
+      .handshake_timeout = options_.request_timeout,
+      .suppress_delete = options_.suppress_delete,
+      .tls = std::move(tls),
+      .verify_host = !options_.tls_insecure_skip_verify,
+  };
+  Result<std::shared_ptr<Watcher>> watcher =
+      Watcher::start(std::move(settings), std::move(callbacks), stats_);
+  if (!watcher) return watcher.error();
+  watcher_ = std::move(watcher).value();
+  return {};
+}
+
+void CdsClient::stop() {
+  if (!watcher_) return;
+  watcher_->stop();
+  watcher_.reset();
+}
+
+bool CdsClient::watching() const { return watcher_ != nullptr; }
+
+CdsClientStats CdsClient::stats() const { return stats_->snapshot(); }
+
+}  // namespace kturn::cds

@@ -1,0 +1,121 @@
+#include "cds/cds_server.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <exception>
+
+#include "cds/server_session.h"
+#include "config/validator.h"
+
+namespace kturn::cds {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+CdsServer::CdsServer(CdsServerOptions options, std::unique_ptr<asio::io_context> ioc)
+    : options_(std::move(options)), store_(options_.node_patcher), ioc_(std::move(ioc)) {}
+
+CdsServer::~CdsServer() { stop(); }
+
+Result<std::unique_ptr<CdsServer>> CdsServer::start(CdsServerOptions options) {
+  const std::string where =
+      "CDS server on " + options.address + ":" + std::to_string(options.port) + ": ";
+  boost::system::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(options.address, ec);
+  if (ec) return makeError(Error::Code::kInvalidArgument, where + "address must be an IP literal");
+  try {
+    auto ioc = std::make_unique<asio::io_context>(1);
+    tcp::acceptor acceptor(*ioc);
+    const tcp::endpoint endpoint(address, options.port);
+    acceptor.open(endpoint.protocol(), ec);
+    if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acceptor.bind(endpoint, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) return makeError(Error::Code::kIo, where + ec.message());
+    const uint16_t port = acceptor.local_endpoint().port();
+
+    std::unique_ptr<CdsServer> server(new CdsServer(std::move(options), std::move(ioc)));
+    server->port_ = port;
+    asio::co_spawn(*server->ioc_,
+                   acceptLoop(std::move(acceptor), ServerContext{server->store_, server->options_}),
+                   [](std::exception_ptr) {});
+    server->thread_ = std::thread([ioc = server->ioc_.get()] {
+      for (;;) {
+        try {
+          ioc->run();
+          return;
+        } catch (...) {  // a handler threw (bad_alloc): keep serving
+        }
+      }
+    });
+    return server;
+  } catch (const std::exception& e) {
+    return makeError(Error::Code::kInternal, where + e.what());
+  }
+}
+
+void CdsServer::stop() {
+  if (!ioc_) return;
+  ioc_->stop();
+  if (thread_.joinable()) thread_.join();
+  // No more deliveries (which post to the io_context) from upserts on other threads.
+  store_.unsubscribeAll();
+  // Destroying the io_context destroys every connection (closing its socket) and the listener;
+  // watch sessions unsubscribe from the store as they go.
+  ioc_.reset();
+}
+
+Result<void> CdsServer::upsert(std::string_view id, config::StunnerConfig config) {
+  Result<ConfigId> parsed = parseConfigId(id);
+  if (!parsed) return parsed.error();
+  Result<void> valid = config::validate(config);
+  if (!valid) {
+    return makeError(valid.error().code,
+                     "config " + std::string(id) + ": " + valid.error().message);
+  }
+  store_.upsert(*parsed, std::move(config));
+  return {};
+}
+
+bool CdsServer::remove(std::string_view id) {
+  Result<ConfigId> parsed = parseConfigId(id);
+  if (!parsed) return false;
+  if (options_.suppress_deletion) return store_.remove(*parsed, nullptr);
+  const config::StunnerConfig zero = zeroConfig(parsed->toString());
+  return store_.remove(*parsed, &zero);
+}
+
+Result<void> CdsServer::update(const std::map<std::string, config::StunnerConfig>& configs) {
+  std::map<ConfigId, config::StunnerConfig> valid;
+  for (const auto& [id, config] : configs) {
+    Result<ConfigId> parsed = parseConfigId(id);
+    if (!parsed) return parsed.error();
+    config::StunnerConfig copy = config;
+    Result<void> ok = config::validate(copy);
+    if (!ok) return makeError(ok.error().code, "config " + id + ": " + ok.error().message);
+    valid.emplace(std::move(parsed).value(), std::move(copy));
+  }
+  for (const ConfigId& id : store_.ids()) {
+    if (!valid.contains(id)) remove(id.toString());
+  }
+  for (auto& [id, config] : valid) store_.upsert(id, std::move(config));
+  return {};
+}
+
+void CdsServer::pushNode(std::string_view node) { store_.pushNode(node); }
+
+std::optional<config::StunnerConfig> CdsServer::get(std::string_view id) const {
+  Result<ConfigId> parsed = parseConfigId(id);
+  if (!parsed) return std::nullopt;
+  return store_.get(*parsed);
+}
+
+std::vector<std::string> CdsServer::ids() const {
+  std::vector<std::string> out;
+  for (const ConfigId& id : store_.ids()) out.push_back(id.toString());
+  return out;
+}
+
+}  // namespace kturn::cds

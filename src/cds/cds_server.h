@@ -1,0 +1,97 @@
+// CdsServer: the config discovery service the operator runs (STUNner's pkg/config/server): serves
+// every Gateway's dataplane config over HTTP and pushes changes over WebSockets.
+//
+//   auto server = CdsServer::start({.address = "0.0.0.0", .port = kDefaultPort});
+//   (*server)->upsert("stunner/udp-gateway", config);   // validated, then pushed to watchers
+//   (*server)->remove("stunner/udp-gateway");           // watchers get the zero config
+//
+// Endpoints (docs/cds.md): GET /api/v1/configs, /api/v1/configs/{ns}, /api/v1/configs/{ns}/{name}
+// (JSON; 404 for an unknown name), each with ?watch=true to upgrade to a WebSocket that carries
+// the current configs and then every change, one whole config per text message;
+// /api/v1/configs/{ns}/{name} takes ?node=<node> for the node patcher. GET /api/v1/license
+// answers STUNner's free-tier license status.
+//
+// Threads: one server thread runs every connection. upsert()/remove()/update()/pushNode() may be
+// called from any thread; they never wait for the network. Nothing throws out of this class.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cds/config_store.h"
+#include "cds/protocol.h"
+#include "config/stunner_config.h"
+#include "kturn/result.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace kturn::cds {
+
+struct CdsServerOptions {
+  std::string address = "0.0.0.0";  // IPv4 or IPv6 literal
+  uint16_t port = kDefaultPort;     // 0: an ephemeral port, see port()
+  // Optional: patches the config served to a client that names its node (?node=...).
+  NodePatcher node_patcher{};
+  // Do not push the zero config to watchers when a config is removed (STUNner's
+  // SuppressConfigDeletion).
+  bool suppress_deletion = false;
+  // A watch connection from which nothing at all arrives for this long is closed; the server
+  // pings at half this time. STUNner clients ping every 5 s.
+  std::chrono::milliseconds watch_idle_timeout{30000};
+  // A plain HTTP connection is closed after this long without a complete request.
+  std::chrono::milliseconds request_timeout{10000};
+};
+
+class CdsServer {
+ public:
+  // Binds and listens before returning (errors name the address), then serves on its own thread.
+  static Result<std::unique_ptr<CdsServer>> start(CdsServerOptions options);
+  ~CdsServer();  // stop()
+  CdsServer(const CdsServer&) = delete;
+  CdsServer& operator=(const CdsServer&) = delete;
+
+  // Closes the listener and every connection and joins the thread. Prompt and idempotent. The
+  // stored configs stay readable through get(); the server cannot be restarted (start a new one).
+  void stop();
+
+  uint16_t port() const { return port_; }
+
+  // Validates `config` (config::validate: defaults, normalization) and stores it under `id`
+  // ("namespace/name"), pushing it to the watchers of the id, of its namespace and of all
+  // configs. Storing a config equal to the current one pushes nothing. Errors: a bad id or an
+  // invalid config (nothing stored).
+  Result<void> upsert(std::string_view id, config::StunnerConfig config);
+  // Forgets the config; its watchers get the zero config (protocol.h zeroConfig(id)) unless
+  // suppress_deletion. False if there was none.
+  bool remove(std::string_view id);
+  // State of the world (STUNner's UpdateConfig): upserts every entry, removes every stored id
+  // not in `configs`. Stops at, and returns, the first invalid entry, having applied none.
+  Result<void> update(const std::map<std::string, config::StunnerConfig>& configs);
+  // Pushes the configs again to watchers on `node` (the node's addresses changed).
+  void pushNode(std::string_view node);
+
+  std::optional<config::StunnerConfig> get(std::string_view id) const;
+  std::vector<std::string> ids() const;
+  // Open watch connections.
+  size_t watcherCount() const { return store_.subscriberCount(); }
+
+ private:
+  CdsServer(CdsServerOptions options, std::unique_ptr<boost::asio::io_context> ioc);
+
+  const CdsServerOptions options_;
+  ConfigStore store_;
+  uint16_t port_ = 0;
+  std::thread thread_;
+  // Destroyed before the store: sessions unsubscribe as they die.
+  std::unique_ptr<boost::asio::io_context> ioc_;
+};
+
+}  // namespace kturn::cds

@@ -1,0 +1,84 @@
+#include "cds/transport.h"
+
+#include <openssl/ssl.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <exception>
+
+namespace kturn::cds {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using asio::ip::tcp;
+
+Result<std::shared_ptr<asio::ssl::context>> makeClientTlsContext(const std::string& ca_file,
+                                                                 bool insecure) {
+  beast::error_code ec;
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                       asio::ssl::context::no_tlsv1_1,
+                   ec);
+  if (!ec) {
+    if (ca_file.empty()) {
+      ctx->set_default_verify_paths(ec);
+    } else {
+      ctx->load_verify_file(ca_file, ec);
+    }
+  }
+  if (!ec) {
+    ctx->set_verify_mode(insecure ? asio::ssl::verify_none : asio::ssl::verify_peer, ec);
+  }
+  if (ec) {
+    return makeError(
+        Error::Code::kInvalidArgument,
+        "TLS setup" + (ca_file.empty() ? "" : " (CA file " + ca_file + ")") + ": " + ec.message());
+  }
+  return ctx;
+}
+
+asio::awaitable<beast::error_code> openStream(PlainStream& stream, const Origin& origin,
+                                              std::chrono::steady_clock::duration timeout) {
+  const auto token = asio::as_tuple(asio::use_awaitable);
+  stream.expires_after(timeout);
+  beast::error_code ec;
+  const asio::ip::address literal = asio::ip::make_address(origin.host, ec);
+  if (!ec) {
+    auto [connect_ec] = co_await stream.async_connect(tcp::endpoint(literal, origin.port), token);
+    co_return connect_ec;
+  }
+  tcp::resolver resolver(stream.get_executor());
+  auto [resolve_ec, results] =
+      co_await resolver.async_resolve(origin.host, std::to_string(origin.port), token);
+  if (resolve_ec) co_return resolve_ec;
+  auto [connect_ec, endpoint] = co_await stream.async_connect(results, token);
+  co_return connect_ec;
+}
+
+asio::awaitable<beast::error_code> openStream(TlsStream& stream, const Origin& origin,
+                                              std::chrono::steady_clock::duration timeout,
+                                              bool verify_host) {
+  beast::error_code ec = co_await openStream(beast::get_lowest_layer(stream), origin, timeout);
+  if (ec) co_return ec;
+  beast::error_code literal_ec;
+  (void)asio::ip::make_address(origin.host, literal_ec);
+  if (literal_ec) {  // RFC 6066 §3: SNI carries host names, never IP literals
+    if (!SSL_set_tlsext_host_name(stream.native_handle(), origin.host.c_str())) {
+      co_return beast::error_code(static_cast<int>(::ERR_get_error()),
+                                  asio::error::get_ssl_category());
+    }
+  }
+  if (verify_host) {
+    stream.set_verify_callback(asio::ssl::host_name_verification(origin.host), ec);
+    if (ec) co_return ec;
+  }
+  auto [handshake_ec] = co_await stream.async_handshake(asio::ssl::stream_base::client,
+                                                        asio::as_tuple(asio::use_awaitable));
+  co_return handshake_ec;
+}
+
+}  // namespace kturn::cds

@@ -1,0 +1,37 @@
+// Client-side connection setup shared by CdsClient's one-shot GET and its watcher: resolve,
+// connect, TLS handshake (https/wss), each step bounded by the caller's deadline. Private to
+// src/cds.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "cds/origin.h"
+#include "kturn/result.h"
+
+namespace kturn::cds {
+
+using PlainStream = boost::beast::tcp_stream;
+using TlsStream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
+
+// A client TLS context: TLS 1.2+, peer verification against `ca_file` (PEM) or the system trust
+// store unless `insecure`. Never throws.
+Result<std::shared_ptr<boost::asio::ssl::context>> makeClientTlsContext(const std::string& ca_file,
+                                                                        bool insecure);
+
+// Resolves `origin.host` (skipped for IP literals) and connects. The deadline is armed on the
+// stream (tcp_stream::expires_after) and left armed for what the caller does next.
+boost::asio::awaitable<boost::beast::error_code> openStream(
+    PlainStream& stream, const Origin& origin, std::chrono::steady_clock::duration timeout);
+// The same, then SNI (host names only), host name verification and the TLS handshake.
+boost::asio::awaitable<boost::beast::error_code> openStream(
+    TlsStream& stream, const Origin& origin, std::chrono::steady_clock::duration timeout,
+    bool verify_host);
+
+}  // namespace kturn::cds

@@ -1,0 +1,237 @@
+#include "k8s/manifest.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+namespace kturn::k8s {
+namespace {
+
+// Bounds on what a hostile manifest can make us do: stack depth and alias expansion.
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxNodes = 1'000'000;
+
+Error malformed(std::string message) {
+  return makeError(Error::Code::kMalformed, std::move(message));
+}
+
+std::string where(const YAML::Mark& mark) {
+  if (mark.is_null()) return "";
+  return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
+         ": ";
+}
+
+bool isOneOf(const std::string& s, std::initializer_list<const char*> options) {
+  for (const char* o : options) {
+    if (s == o) return true;
+  }
+  return false;
+}
+
+bool allDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// A plain (unquoted, untagged) scalar resolved as go-yaml v2 does, which is what kubectl and the
+// STUNner operator read manifests with: YAML 1.1 booleans, decimal/hex/octal integers, floats.
+Json resolvePlain(const std::string& s) {
+  if (isOneOf(s, {"", "~", "null", "Null", "NULL"})) return Json(nullptr);
+  if (isOneOf(s, {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"})) {
+    return Json(true);
+  }
+  if (isOneOf(s, {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"})) {
+    return Json(false);
+  }
+  std::string_view body = s;
+  bool negative = false;
+  if (body.front() == '-' || body.front() == '+') {
+    negative = body.front() == '-';
+    body.remove_prefix(1);
+  }
+  int base = 10;
+  if (body.size() > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X')) {
+    base = 16;
+    body.remove_prefix(2);
+  }
+  const bool hexDigits = base == 16 && !body.empty() &&
+                         body.find_first_not_of("0123456789abcdefABCDEF") == std::string_view::npos;
+  if (allDigits(body) || hexDigits) {
+    errno = 0;
+    const std::string digits(body);
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(digits.c_str(), &end, base);
+    if (errno == 0 && *end == '\0' && v <= 0x7fffffffffffffffULL) {
+      const auto value = static_cast<int64_t>(v);
+      return Json(negative ? -value : value);
+    }
+  }
+  if (isOneOf(s, {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"})) {
+    return Json(std::numeric_limits<double>::infinity());
+  }
+  if (isOneOf(s, {"-.inf", "-.Inf", "-.INF"}))
+    return Json(-std::numeric_limits<double>::infinity());
+  // Floats: digits with a '.' or an exponent, nothing else.
+  if (s.find_first_not_of("0123456789.eE+-") == std::string::npos &&
+      s.find_first_of("0123456789") != std::string::npos) {
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (end != nullptr && *end == '\0') return Json(v);
+  }
+  return Json(s);
+}
+
+Json resolveScalar(const YAML::Node& node) {
+  const std::string& tag = node.Tag();
+  const std::string& text = node.Scalar();
+  if (tag == "!" || tag == "tag:yaml.org,2002:str") return Json(text);  // quoted or !!str
+  if (tag == "?" || tag.empty()) return resolvePlain(text);
+  // Other explicit tags (!!int, !!bool, custom): resolve the text as if plain.
+  return resolvePlain(text);
+}
+
+class YamlConverter {
+ public:
+  Result<Json> convert(const YAML::Node& node, int depth) {
+    if (depth > kMaxDepth) return malformed("yaml: document nests deeper than 64 levels");
+    if (++nodes_ > kMaxNodes) return malformed("yaml: document expands to too many nodes");
+    switch (node.Type()) {
+      case YAML::NodeType::Undefined:
+      case YAML::NodeType::Null:
+        return Json(nullptr);
+      case YAML::NodeType::Scalar:
+        return resolveScalar(node);
+      case YAML::NodeType::Sequence: {
+        Json out = Json::array();
+        for (const YAML::Node& item : node) {
+          auto v = convert(item, depth + 1);
+          if (!v) return v;
+          out.push_back(std::move(*v));
+        }
+        return out;
+      }
+      case YAML::NodeType::Map: {
+        Json out = Json::object();
+        for (const auto& item : node) {
+          if (!item.first.IsScalar()) {
+            return malformed("yaml: " + where(item.first.Mark()) + "mapping keys must be scalars");
+          }
+          auto v = convert(item.second, depth + 1);
+          if (!v) return v;
+          out[item.first.Scalar()] = std::move(*v);
+        }
+        return out;
+      }
+    }
+    return Json(nullptr);
+  }
+
+ private:
+  size_t nodes_ = 0;
+};
+
+// Flow brackets nest without bound and both parsers recurse on them; refuse deep nesting before
+// either sees it. Quotes are honoured roughly: a false alarm needs hundreds of brackets in a
+// string.
+bool nestsTooDeep(std::string_view text) {
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == '\\' && quote == '"') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      if (++depth > 4 * kMaxDepth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+bool looksLikeJson(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && (text[first] == '{' || text[first] == '[');
+}
+
+// Appends the objects of one decoded document, flattening lists.
+Result<void> collect(Json doc, size_t index, std::vector<Object>& out) {
+  const std::string at = "document " + std::to_string(index + 1);
+  if (doc.is_null()) return {};
+  if (doc.is_array()) {
+    for (Json& item : doc) {
+      if (auto ok = collect(std::move(item), index, out); !ok) return ok;
+    }
+    return {};
+  }
+  if (!doc.is_object()) return malformed(at + ": not a Kubernetes object (expected a mapping)");
+  auto kind = doc.find("kind");
+  const bool isList = kind != doc.end() && kind->is_string() &&
+                      kind->get<std::string>().ends_with("List") && doc.contains("items");
+  if (isList) {
+    Json items = std::move(doc["items"]);
+    if (!items.is_array()) return malformed(at + ": items: expected a list");
+    for (Json& item : items) {
+      if (auto ok = collect(std::move(item), index, out); !ok) return ok;
+    }
+    return {};
+  }
+  out.emplace_back(std::move(doc));
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<Json>> readYamlDocuments(std::string_view text) {
+  if (nestsTooDeep(text)) return malformed("yaml: brackets nest too deeply");
+  std::vector<Json> docs;
+  try {
+    const std::vector<YAML::Node> nodes = YAML::LoadAll(std::string(text));
+    for (const YAML::Node& node : nodes) {
+      auto doc = YamlConverter().convert(node, 0);
+      if (!doc) return doc.error();
+      docs.push_back(std::move(*doc));
+    }
+  } catch (const YAML::Exception& e) {
+    return malformed("yaml: " + where(e.mark) + e.msg);
+  } catch (const std::exception& e) {
+    return malformed(std::string("yaml: ") + e.what());
+  }
+  return docs;
+}
+
+Result<std::vector<Object>> loadManifests(std::string_view text) {
+  if (nestsTooDeep(text)) return malformed("yaml: brackets nest too deeply");
+  std::vector<Json> docs;
+  if (looksLikeJson(text)) {
+    try {
+      docs.push_back(Json::parse(text));
+    } catch (const nlohmann::json::exception&) {
+      docs.clear();  // YAML flow style is a superset: let the YAML reader name the error
+    }
+  }
+  if (docs.empty()) {
+    auto yaml = readYamlDocuments(text);
+    if (!yaml) return yaml.error();
+    docs = std::move(*yaml);
+  }
+  std::vector<Object> objects;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (auto ok = collect(std::move(docs[i]), i, objects); !ok) return ok.error();
+  }
+  return objects;
+}
+
+}  // namespace kturn::k8s

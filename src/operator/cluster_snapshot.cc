@@ -1,0 +1,168 @@
+#include "operator/cluster_snapshot.h"
+
+#include <algorithm>
+
+namespace kturn::op {
+namespace {
+
+template <class T>
+void sortByKey(std::vector<T>& items) {
+  std::stable_sort(items.begin(), items.end(),
+                   [](const T& a, const T& b) { return a.meta.key() < b.meta.key(); });
+}
+
+// Later objects replace earlier ones with the same key, as a later `kubectl apply` would.
+template <class T>
+void dedupeByKey(std::vector<T>& items) {
+  std::vector<T> out;
+  for (T& item : items) {
+    auto same = std::find_if(out.begin(), out.end(),
+                             [&](const T& o) { return o.meta.key() == item.meta.key(); });
+    if (same != out.end()) {
+      *same = std::move(item);
+    } else {
+      out.push_back(std::move(item));
+    }
+  }
+  items = std::move(out);
+}
+
+int routeOrder(k8s::RouteKind kind) {
+  switch (kind) {
+    case k8s::RouteKind::kStunnerUdp:
+      return 0;
+    case k8s::RouteKind::kStunnerTcp:
+      return 1;
+    case k8s::RouteKind::kGatewayUdp:
+      return 2;
+  }
+  return 3;
+}
+
+}  // namespace
+
+ClusterSnapshot ClusterSnapshot::fromObjects(std::vector<k8s::Object> objects) {
+  ClusterSnapshot s;
+  s.objects_ = std::move(objects);
+  for (const k8s::Object& o : s.objects_) {
+    const std::string group = o.group();
+    const std::string_view kind = o.kind();
+    if (group == k8s::kGatewayGroup && kind == "GatewayClass") {
+      s.gatewayClasses_.push_back(k8s::readGatewayClass(o));
+    } else if (group == k8s::kGatewayGroup && kind == "Gateway") {
+      s.gateways_.push_back(k8s::readGateway(o));
+    } else if (group == k8s::kGatewayGroup && kind == "ReferenceGrant") {
+      s.referenceGrants_.push_back(k8s::readReferenceGrant(o));
+    } else if (auto routeKind = k8s::routeKindOf(o.meta())) {
+      s.routes_.push_back(k8s::readRoute(o, *routeKind));
+    } else if (group == k8s::kStunnerGroup && kind == "GatewayConfig") {
+      s.gatewayConfigs_[o.key()] = k8s::readGatewayConfig(o);
+    } else if (group == k8s::kStunnerGroup && kind == "Dataplane") {
+      s.dataplanes_[o.name()] = k8s::readDataplane(o);
+    } else if (group == k8s::kStunnerGroup && kind == "StaticService") {
+      s.staticServices_[o.key()] = k8s::readStaticService(o);
+    } else if (group.empty() && kind == "Service") {
+      s.services_.push_back(k8s::readService(o));
+    } else if (group == "discovery.k8s.io" && kind == "EndpointSlice") {
+      s.endpointSlices_.push_back(k8s::readEndpointSlice(o));
+    } else if (group.empty() && kind == "Secret") {
+      s.secrets_[o.key()] = k8s::readSecret(o);
+    } else if (group.empty() && kind == "Node") {
+      s.nodes_.push_back(k8s::readNode(o));
+    } else if (group.empty() && kind == "Namespace") {
+      s.namespaces_[o.name()] = o.meta().labels;
+    }
+  }
+  dedupeByKey(s.gatewayClasses_);
+  dedupeByKey(s.gateways_);
+  dedupeByKey(s.services_);
+  dedupeByKey(s.endpointSlices_);
+  dedupeByKey(s.nodes_);
+  dedupeByKey(s.referenceGrants_);
+  sortByKey(s.gatewayClasses_);
+  sortByKey(s.gateways_);
+  sortByKey(s.services_);
+  sortByKey(s.endpointSlices_);
+  sortByKey(s.nodes_);
+  sortByKey(s.referenceGrants_);
+  // Routes of different kinds may share a name: dedupe and sort within a kind.
+  std::vector<k8s::Route> routes;
+  for (int order = 0; order < 3; ++order) {
+    std::vector<k8s::Route> ofKind;
+    for (k8s::Route& r : s.routes_) {
+      if (routeOrder(r.routeKind) == order) ofKind.push_back(std::move(r));
+    }
+    dedupeByKey(ofKind);
+    sortByKey(ofKind);
+    for (k8s::Route& r : ofKind) routes.push_back(std::move(r));
+  }
+  s.routes_ = std::move(routes);
+  return s;
+}
+
+const k8s::Gateway* ClusterSnapshot::findGateway(const k8s::ObjectKey& key) const {
+  for (const k8s::Gateway& gw : gateways_) {
+    if (gw.meta.key() == key) return &gw;
+  }
+  return nullptr;
+}
+
+const k8s::GatewayConfig* ClusterSnapshot::findGatewayConfig(const k8s::ObjectKey& key) const {
+  auto it = gatewayConfigs_.find(key);
+  return it == gatewayConfigs_.end() ? nullptr : &it->second;
+}
+
+const k8s::Dataplane* ClusterSnapshot::findDataplane(const std::string& name) const {
+  auto it = dataplanes_.find(name);
+  return it == dataplanes_.end() ? nullptr : &it->second;
+}
+
+const k8s::StaticService* ClusterSnapshot::findStaticService(const k8s::ObjectKey& key) const {
+  auto it = staticServices_.find(key);
+  return it == staticServices_.end() ? nullptr : &it->second;
+}
+
+const k8s::Service* ClusterSnapshot::findService(const k8s::ObjectKey& key) const {
+  for (const k8s::Service& svc : services_) {
+    if (svc.meta.key() == key) return &svc;
+  }
+  return nullptr;
+}
+
+const k8s::Secret* ClusterSnapshot::findSecret(const k8s::ObjectKey& key) const {
+  auto it = secrets_.find(key);
+  return it == secrets_.end() ? nullptr : &it->second;
+}
+
+std::optional<k8s::StringMap> ClusterSnapshot::namespaceLabels(const std::string& name) const {
+  auto it = namespaces_.find(name);
+  if (it == namespaces_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<const k8s::EndpointSlice*> ClusterSnapshot::endpointSlicesOf(
+    const k8s::ObjectKey& service) const {
+  std::vector<const k8s::EndpointSlice*> out;
+  for (const k8s::EndpointSlice& es : endpointSlices_) {
+    if (es.meta.ns == service.ns && es.serviceName == service.name) out.push_back(&es);
+  }
+  return out;
+}
+
+std::vector<const k8s::ReferenceGrant*> ClusterSnapshot::referenceGrantsIn(
+    const std::string& ns) const {
+  std::vector<const k8s::ReferenceGrant*> out;
+  for (const k8s::ReferenceGrant& rg : referenceGrants_) {
+    if (rg.meta.ns == ns) out.push_back(&rg);
+  }
+  return out;
+}
+
+bool ClusterSnapshot::isMasked(const k8s::Route& route) const {
+  if (route.routeKind != k8s::RouteKind::kGatewayUdp) return false;
+  return std::any_of(routes_.begin(), routes_.end(), [&](const k8s::Route& r) {
+    return r.routeKind == k8s::RouteKind::kStunnerUdp && r.meta.key() == route.meta.key();
+  });
+}
+
+}  // namespace kturn::op

@@ -1,0 +1,158 @@
+#include "operator/deployment_renderer.h"
+
+#include <algorithm>
+
+#include "operator/service_renderer.h"
+#include "operator/well_known.h"
+
+namespace kturn::op {
+namespace {
+
+using k8s::Json;
+
+Json podLabels(const k8s::Gateway& gw) {
+  return {{kAppLabel, kAppValue},
+          {kRelatedGatewayName, gw.meta.name},
+          {kRelatedGatewayNamespace, gw.meta.ns}};
+}
+
+// map merge, later wins, output sorted by key (Kubernetes sorts map keys too).
+Json mergedMap(std::initializer_list<k8s::StringMap> maps) {
+  k8s::StringMap out;
+  for (const k8s::StringMap& m : maps) {
+    for (const auto& [k, v] : m) out[k] = v;
+  }
+  return Json(out);
+}
+
+k8s::StringMap asMap(const Json& j) {
+  k8s::StringMap out;
+  for (const auto& [k, v] : j.items()) out[k] = v.get<std::string>();
+  return out;
+}
+
+Json probe(const char* path) {
+  return {{"httpGet", {{"path", path}, {"port", 8086}, {"scheme", "HTTP"}}},
+          {"timeoutSeconds", 1},
+          {"periodSeconds", 15},
+          {"successThreshold", 1},
+          {"failureThreshold", 3}};
+}
+
+Json container(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptions& options) {
+  Json env = Json::array({
+      {{"name", "STUNNER_ADDR"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+      {{"name", "STUNNER_NAME"}, {"value", gw.meta.name}},
+      {{"name", "STUNNER_NAMESPACE"}, {"value", gw.meta.ns}},
+      {{"name", "STUNNER_NODENAME"},
+       {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
+      {{"name", "STUNNER_CONFIG_ORIGIN"},
+       {"value", configDiscoveryUrl(options.configDiscoveryAddress)}},
+  });
+  if (dp.env) {
+    for (const Json& e : *dp.env) env.push_back(e);
+  }
+  Json c = {{"name", kStunnerdContainerName},
+            {"image", dp.image.empty() ? options.dataplaneImage : dp.image},
+            {"command", dp.command.empty() ? options.dataplaneCommand : dp.command},
+            {"args", dp.args.empty() ? options.dataplaneArgs : dp.args}};
+  if (dp.envFrom) c["envFrom"] = *dp.envFrom;
+  c["env"] = std::move(env);
+  c["ports"] =
+      Json::array({{{"name", "metrics-port"}, {"containerPort", 8080}, {"protocol", "TCP"}}});
+  c["resources"] = dp.resources
+                       ? *dp.resources
+                       : Json{{"limits", {{"memory", "20M"}}}, {"requests", {{"cpu", "250m"}}}};
+  if (!dp.disableHealthCheck) {
+    c["livenessProbe"] = probe("/live");
+    c["readinessProbe"] = probe("/ready");
+  }
+  c["imagePullPolicy"] = dp.imagePullPolicy.value_or("Always");
+  if (dp.containerSecurityContext) c["securityContext"] = *dp.containerSecurityContext;
+  return c;
+}
+
+Json podSpec(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptions& options) {
+  Json spec = {{"containers", Json::array({container(gw, dp, options)})}};
+  spec["terminationGracePeriodSeconds"] =
+      dp.terminationGracePeriodSeconds.value_or(kTerminationGraceSeconds);
+  if (dp.hostNetwork) spec["hostNetwork"] = true;
+  if (dp.affinity) spec["affinity"] = *dp.affinity;
+  if (dp.tolerations) spec["tolerations"] = *dp.tolerations;
+  if (dp.securityContext) spec["securityContext"] = *dp.securityContext;
+  if (dp.imagePullSecrets && !dp.imagePullSecrets->empty()) {
+    spec["imagePullSecrets"] = *dp.imagePullSecrets;
+  }
+  if (dp.topologySpreadConstraints && !dp.topologySpreadConstraints->empty()) {
+    spec["topologySpreadConstraints"] = *dp.topologySpreadConstraints;
+  }
+  return spec;
+}
+
+Json selector(const k8s::Gateway& gw) {
+  auto in = [](std::string_view key, const std::string& value) {
+    return Json{{"key", key}, {"operator", "In"}, {"values", Json::array({value})}};
+  };
+  return {{"matchExpressions", Json::array({in(kAppLabel, std::string(kAppValue)),
+                                            in(kRelatedGatewayName, gw.meta.name),
+                                            in(kRelatedGatewayNamespace, gw.meta.ns)})}};
+}
+
+}  // namespace
+
+std::string configDiscoveryUrl(const std::string& address) {
+  std::string host = address;
+  std::string port = "13478";
+  const size_t colon = address.rfind(':');
+  const bool bracketed = !address.empty() && address.front() == '[';
+  const bool bareIpv6 = std::count(address.begin(), address.end(), ':') > 1 && !bracketed;
+  if (!bareIpv6 && colon != std::string::npos) {
+    host = address.substr(0, colon);
+    port = address.substr(colon + 1);
+    if (port.empty()) port = "13478";
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return "http://" + host + ":" + port;
+}
+
+k8s::Dataplane builtinDataplane(const RenderOptions& options) {
+  k8s::Dataplane dp;
+  dp.meta.name = std::string(kDefaultDataplaneName);
+  dp.image = options.dataplaneImage;
+  dp.command = options.dataplaneCommand;
+  dp.args = options.dataplaneArgs;
+  return dp;
+}
+
+k8s::Object renderDeployment(const k8s::Gateway& gw, const k8s::Dataplane& dp,
+                             const RenderOptions& options) {
+  k8s::StringMap gwLabels = gw.meta.labels;
+  for (const std::string& key : options.labelFilter) gwLabels.erase(key);
+  const k8s::StringMap ownLabels = {{std::string(kOwnedByLabel), std::string(kOwnedByValue)},
+                                    {std::string(kRelatedGatewayName), gw.meta.name},
+                                    {std::string(kRelatedGatewayNamespace), gw.meta.ns}};
+  const k8s::StringMap ownAnnotations = {{std::string(kRelatedGatewayName), gw.meta.key().str()}};
+  const bool daemonSet = dp.dataplaneResource == "DaemonSet";
+
+  Json meta = {{"name", gw.meta.name},
+               {"namespace", gw.meta.ns},
+               {"labels", mergedMap({gwLabels, ownLabels})},
+               {"annotations", mergedMap({gw.meta.annotations, ownAnnotations})},
+               {"ownerReferences", Json::array({gatewayOwnerReference(gw)})}};
+  Json templ = {{"metadata",
+                 {{"labels", mergedMap({dp.labels, asMap(podLabels(gw))})},
+                  {"annotations", mergedMap({dp.annotations, ownAnnotations})}}},
+                {"spec", podSpec(gw, dp, options)}};
+  Json spec = {{"selector", selector(gw)}};
+  if (!daemonSet && dp.replicas) spec["replicas"] = *dp.replicas;
+  spec["template"] = std::move(templ);
+  return k8s::Object(Json{{"apiVersion", "apps/v1"},
+                          {"kind", daemonSet ? "DaemonSet" : "Deployment"},
+                          {"metadata", std::move(meta)},
+                          {"spec", std::move(spec)}});
+}
+
+}  // namespace kturn::op

@@ -1,0 +1,36 @@
+// The stunnerd Deployment of a Gateway (STUNner internal/renderer/dataplane_util.go): named after
+// the Gateway, in its namespace, owned by it, its pod template taken from the Dataplane.
+//
+//   labels         the Gateway's (minus RenderOptions::labelFilter), owned-by, related-gateway-*
+//   annotations    the Gateway's, related-gateway-name: <ns>/<gateway>
+//   pods           app: stunner and related-gateway-* (the selector), the Dataplane's labels and
+//                  annotations; Gateway labels are not copied down, so editing them does not
+//                  restart the pods
+//   container      stunner-daemon: image, command, args, env (STUNNER_ADDR = pod IP,
+//                  STUNNER_NAME/NAMESPACE, STUNNER_NODENAME, STUNNER_CONFIG_ORIGIN = the config
+//                  discovery URL, then the Dataplane's env), resources, probes on :8086
+//                  /live and /ready unless disableHealthCheck, metrics port 8080
+//   pod            terminationGracePeriodSeconds (3600 by default: draining TURN allocations
+//                  takes long), hostNetwork, affinity, tolerations, security contexts, image pull
+//                  secrets, topology spread constraints
+// With Dataplane spec.dataplaneResource: DaemonSet the same pod template goes into a DaemonSet.
+#pragma once
+
+#include "k8s/gateway_api.h"
+#include "k8s/object.h"
+#include "k8s/stunner_api.h"
+#include "operator/render_options.h"
+
+namespace kturn::op {
+
+k8s::Object renderDeployment(const k8s::Gateway& gateway, const k8s::Dataplane& dataplane,
+                             const RenderOptions& options);
+
+// The Dataplane used when the cluster has none named "default": what STUNner's Helm chart
+// installs, with the image and command of RenderOptions.
+k8s::Dataplane builtinDataplane(const RenderOptions& options);
+
+// "http://host:port" for STUNNER_CONFIG_ORIGIN; the port defaults to 13478, IPv6 is bracketed.
+std::string configDiscoveryUrl(const std::string& address);
+
+}  // namespace kturn::op

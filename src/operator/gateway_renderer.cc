@@ -1,0 +1,250 @@
+#include "operator/gateway_renderer.h"
+
+#include <algorithm>
+#include <set>
+
+#include "config/validator.h"
+#include "kturn/transport_address.h"
+#include "operator/auth_renderer.h"
+#include "operator/deployment_renderer.h"
+#include "operator/listener_protocol.h"
+#include "operator/listener_renderer.h"
+#include "operator/public_address.h"
+#include "operator/route_attachment.h"
+#include "operator/service_renderer.h"
+#include "operator/well_known.h"
+
+namespace kturn::op {
+namespace {
+
+using k8s::Json;
+
+Condition condition(std::string_view type, ConditionStatus status, std::string_view reason,
+                    std::string message, const k8s::Gateway& gw) {
+  return {.type = std::string(type),
+          .status = status,
+          .reason = std::string(reason),
+          .message = std::move(message),
+          .observedGeneration = gw.meta.generation};
+}
+
+Json supportedKinds() {
+  return Json::array({{{"group", k8s::kGatewayGroup}, {"kind", "UDPRoute"}},
+                      {{"group", k8s::kStunnerGroup}, {"kind", "UDPRoute"}},
+                      {{"group", k8s::kStunnerGroup}, {"kind", "TCPRoute"}}});
+}
+
+Json listenerStatus(const std::string& name, int attached, const Conditions& conditions,
+                    const RenderOptions& options) {
+  return {{"name", name},
+          {"supportedKinds", supportedKinds()},
+          {"attachedRoutes", attached},
+          {"conditions", conditions.toJson(options.transitionTime)}};
+}
+
+config::Admin renderAdmin(const k8s::Gateway& gw, const ClassContext& ctx) {
+  config::Admin admin;
+  admin.name = gw.meta.key().str();  // managed mode: the config is named after its Gateway
+  admin.loglevel = ctx.gatewayConfig->logLevel.value_or("all:INFO");
+  if (ctx.dataplane.enableMetricsEndpoint) admin.metrics_endpoint = kMetricsEndpoint;
+  admin.healthcheck_endpoint =
+      ctx.dataplane.disableHealthCheck ? std::string() : std::string(kHealthCheckEndpoint);
+  // Beyond STUNner's open-source operator, which leaves userQuota unused: kturnd enforces it.
+  admin.user_quota = static_cast<int>(std::max<int64_t>(0, ctx.gatewayConfig->userQuota));
+  admin.offload_engine = ctx.dataplane.offloadEngine;
+  admin.offload_interfaces = ctx.dataplane.offloadInterfaces;
+  return admin;
+}
+
+// Routes attached to a listener, as cluster names; also counts them (attachedRoutes).
+std::vector<std::string> attachedRoutes(const k8s::Gateway& gw, const k8s::GatewayListener& l,
+                                        const ClusterSnapshot& snapshot) {
+  std::vector<std::string> names;
+  for (const k8s::Route& route : snapshot.routes()) {
+    if (snapshot.isMasked(route) || !route.problems.empty()) continue;
+    for (const k8s::ParentReference& p : route.parentRefs) {
+      if (rejectReason(route, p, gw, l, snapshot).empty()) {
+        names.push_back(route.meta.key().str());
+        break;
+      }
+    }
+  }
+  return names;
+}
+
+// Gateway-level read problems: everything but spec.listeners[i]... (those reject one listener).
+std::vector<std::string> gatewayProblems(const k8s::Gateway& gw) {
+  std::vector<std::string> out;
+  for (const std::string& p : gw.problems) {
+    if (!p.starts_with("spec.listeners[")) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<config::Cluster> gatewayClusters(const k8s::Gateway& gw,
+                                             const ClusterSnapshot& snapshot,
+                                             const std::vector<ClusterRender>& clusters) {
+  std::vector<config::Cluster> out;
+  const auto& routes = snapshot.routes();
+  for (size_t i = 0; i < routes.size(); ++i) {
+    const k8s::Route& route = routes[i];
+    if (snapshot.isMasked(route) || !route.problems.empty() || !clusters[i].cluster) continue;
+    const bool accepted =
+        std::any_of(route.parentRefs.begin(), route.parentRefs.end(), [&](const auto& p) {
+          const k8s::Gateway* parent = parentGateway(route, p, snapshot);
+          return parent == &gw && parentAccepts(route, p, gw, snapshot);
+        });
+    if (!accepted) continue;
+    const bool taken = std::any_of(out.begin(), out.end(), [&](const config::Cluster& c) {
+      return c.name == clusters[i].cluster->name;
+    });
+    // A TCPRoute named like a UDPRoute: the UDPRoute (rendered first) keeps the cluster name.
+    if (!taken) out.push_back(*clusters[i].cluster);
+  }
+  return out;
+}
+
+}  // namespace
+
+GatewayRender rejectGateway(const k8s::Gateway& gw, std::string_view reason,
+                            const std::string& message, const RenderOptions& options) {
+  GatewayRender out;
+  out.output.gateway = gw.meta.key();
+  Conditions conditions;
+  conditions.set(condition(cond::kAccepted, ConditionStatus::kFalse, reason, message, gw));
+  conditions.set(condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
+                           "no dataplane configuration rendered: " + message, gw));
+  Json listeners = Json::array();
+  for (const k8s::GatewayListener& l : gw.listeners) {
+    Conditions lc;
+    lc.set(condition(cond::kAccepted, ConditionStatus::kUnknown, reason::kPending, "pending", gw));
+    lc.set(condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kPending,
+                     "Gateway not accepted", gw));
+    listeners.push_back(listenerStatus(l.name, 0, lc, options));
+  }
+  out.status = {{"addresses", Json::array()},
+                {"conditions", conditions.toJson(options.transitionTime)},
+                {"listeners", std::move(listeners)}};
+  return out;
+}
+
+GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
+                            const ClusterSnapshot& snapshot,
+                            const std::vector<ClusterRender>& clusters,
+                            const RenderOptions& options) {
+  if (auto problems = gatewayProblems(gw); !problems.empty()) {
+    const std::string_view why = problems[0].starts_with("spec.addresses")
+                                     ? std::string_view("UnsupportedAddress")
+                                     : reason::kInvalidParameters;
+    return rejectGateway(gw, why, "Gateway " + gw.meta.key().str() + ": " + problems[0], options);
+  }
+  for (size_t i = 0; i < gw.addresses.size(); ++i) {
+    const k8s::GatewayAddress& a = gw.addresses[i];
+    // STUNner passes the value on as loadBalancerIP and the API server rejects the Service.
+    if (a.type.value_or("IPAddress") == "IPAddress" && !IpAddress::parse(a.value)) {
+      return rejectGateway(
+          gw, "UnsupportedAddress",
+          "spec.addresses[" + std::to_string(i) + "].value \"" + a.value + "\": not an IP address",
+          options);
+    }
+  }
+  auto auth = renderAuth(*ctx.gatewayConfig, snapshot);
+  if (!auth) return rejectGateway(gw, reason::kInvalidParameters, auth.error().message, options);
+
+  GatewayRender out;
+  out.output.gateway = gw.meta.key();
+  std::vector<ListenerRender> listeners = renderListeners(gw, snapshot, options);
+  std::set<std::string> valid;
+  for (const ListenerRender& l : listeners) {
+    if (l.config) valid.insert(l.spec->name);
+  }
+  ServiceRender svc = renderService(gw, *ctx.gatewayConfig, valid);
+  std::optional<k8s::Service> pub = publicService(gw, snapshot, svc.service);
+
+  config::StunnerConfig conf{.version = "v1", .admin = renderAdmin(gw, ctx), .auth = *auth};
+  Json listenerStatuses = Json::array();
+  std::optional<PublicAddress> lastAddress;
+  bool allAddressed = true;
+  for (ListenerRender& l : listeners) {
+    const std::vector<std::string> routes = attachedRoutes(gw, *l.spec, snapshot);
+    if (l.config) {
+      if (auto it = svc.targetPorts.find(l.spec->name); it != svc.targetPorts.end()) {
+        l.config->port = it->second;
+      }
+      std::optional<PublicAddress> addr;
+      if (pub) addr = publicAddress(gw, *l.spec, *pub, snapshot);
+      if (addr) {
+        l.config->public_address = addr->address;
+        l.config->public_port = addr->port;
+        lastAddress = addr;
+      } else {
+        allAddressed = false;
+      }
+      l.config->routes = routes;
+      conf.listeners.push_back(*l.config);
+      if (svc.unexposed.contains(l.spec->name)) {
+        l.conditions.set(condition(
+            cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
+            "not exposed: the Service carries " + svc.serviceProtocol + " only, set annotation " +
+                std::string(kMixedProtocolAnnotation) + ": \"true\" to expose " +
+                std::string(toString(listenerProtocol(l.spec->protocol)->serviceProtocol)) +
+                " listeners too",
+            gw));
+      } else {
+        l.conditions.set(condition(cond::kProgrammed, ConditionStatus::kTrue, reason::kProgrammed,
+                                   "listener rendered into the dataplane config", gw));
+      }
+    } else {
+      l.conditions.set(
+          condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
+                    "listener not rendered: " + l.conditions.find(cond::kAccepted)->message, gw));
+      if (const Condition* refs = l.conditions.find(cond::kResolvedRefs);
+          refs && refs->status == ConditionStatus::kFalse) {
+        l.conditions.set(condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
+                                   "listener not rendered: " + refs->message, gw));
+      }
+    }
+    listenerStatuses.push_back(
+        listenerStatus(l.spec->name, static_cast<int>(routes.size()), l.conditions, options));
+  }
+  conf.clusters = gatewayClusters(gw, snapshot, clusters);
+
+  Conditions conditions;
+  conditions.set(condition(cond::kAccepted, ConditionStatus::kTrue, reason::kAccepted,
+                           "gateway accepted by controller " + options.controllerName, gw));
+  // Validate as stunnerd will see it, after it substitutes $STUNNER_ADDR with the pod IP; keep
+  // the variable in the output, which validate() leaves in place otherwise (defaults filled,
+  // routes and endpoints sorted, listeners in Gateway order).
+  for (config::Listener& l : conf.listeners) l.address = "0.0.0.0";
+  auto ok = config::validate(conf);
+  for (config::Listener& l : conf.listeners) l.address = std::string(kListenerAddress);
+  if (!ok) {
+    // Not expected: every part was checked on the way. Keep the Gateway's old config running.
+    conditions.set(condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
+                             "rendered dataplane config is invalid: " + ok.error().message, gw));
+  } else {
+    out.output.config = std::move(conf);
+    if (allAddressed) {
+      conditions.set(condition(cond::kProgrammed, ConditionStatus::kTrue, reason::kProgrammed,
+                               "dataplane configuration successfully rendered", gw));
+    } else {
+      conditions.set(condition(cond::kProgrammed, ConditionStatus::kFalse,
+                               reason::kAddressNotAssigned,
+                               "no public address found for at least one listener", gw));
+    }
+  }
+  out.output.service = std::move(svc.service);
+  auto disabled = gw.meta.annotations.find(std::string(kDisableManagedDataplaneAnnotation));
+  if (disabled == gw.meta.annotations.end() || disabled->second != "true") {
+    out.output.deployment = renderDeployment(gw, ctx.dataplane, options);
+  }
+  Json addresses = Json::array();
+  if (lastAddress)
+    addresses.push_back({{"type", lastAddress->type}, {"value", lastAddress->address}});
+  out.status = {{"addresses", std::move(addresses)},
+                {"conditions", conditions.toJson(options.transitionTime)},
+                {"listeners", std::move(listenerStatuses)}};
+  return out;
+}
+
+}  // namespace kturn::op

@@ -1,0 +1,40 @@
+// What the operator is configured with, as opposed to what it reads from the cluster.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "operator/well_known.h"
+
+namespace kturn::op {
+
+struct RenderOptions {
+  // GatewayClasses naming another controller are left alone (no status, no output).
+  std::string controllerName{kDefaultControllerName};
+  // The dataplane container when the Dataplane leaves them out. The args are STUNner's (watch
+  // the config origin in $STUNNER_CONFIG_ORIGIN, 16 UDP threads): Dataplanes written for STUNner
+  // pass them too, so kturnd accepts them.
+  std::string dataplaneImage = "kturn/kturnd:latest";
+  std::vector<std::string> dataplaneCommand = {"kturnd"};
+  std::vector<std::string> dataplaneArgs = {"-w", "--udp-thread-num=16"};
+  // Where stunnerd pods fetch their config (STUNNER_CONFIG_ORIGIN); host:port, port defaults to
+  // 13478. The operator sets this to its pod address at run time.
+  std::string configDiscoveryAddress = ":13478";
+  // Beyond STUNner, which never checks them: a backend in another namespace than its route needs
+  // a ReferenceGrant there (Gateway API). false renders such backends as STUNner does.
+  bool enforceReferenceGrants = true;
+  // STUNner's EnableRelayToClusterIP: a Service backend admits its ClusterIP besides pod IPs.
+  bool relayToClusterIP = true;
+  // lastTransitionTime of every condition. The renderer is pure: the caller supplies the clock,
+  // and the status applier keeps the old time when a condition did not change.
+  std::string transitionTime = "1970-01-01T00:00:00Z";
+  // Gateway labels not copied to the Deployment (pkg/config DefaultLabelFilter): they belong to
+  // the tool that applied the Gateway and would make it prune the Deployment.
+  std::vector<std::string> labelFilter = {
+      "applyset.kubernetes.io/part-of",   "applyset.k8s.io/part-of",
+      "app.kubernetes.io/managed-by",     "argocd.argoproj.io/instance",
+      "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace",
+  };
+};
+
+}  // namespace kturn::op

@@ -1,0 +1,218 @@
+// Focused tests of the renderer's rules; the golden tests cover whole scenarios.
+#include "operator/renderer.h"
+
+#include <gtest/gtest.h>
+
+#include "config/parser.h"
+#include "config/serializer.h"
+#include "k8s/manifest.h"
+#include "operator/cluster_snapshot.h"
+
+namespace kturn::op {
+namespace {
+
+constexpr const char* kPlatform = R"(
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: gc}
+spec:
+  controllerName: stunner.l7mp.io/gateway-operator
+  parametersRef: {group: stunner.l7mp.io, kind: GatewayConfig, name: cfg, namespace: stunner}
+---
+apiVersion: stunner.l7mp.io/v1
+kind: GatewayConfig
+metadata: {name: cfg, namespace: stunner}
+spec: {authType: ephemeral, sharedSecret: s}
+---
+)";
+
+constexpr const char* kGateway = R"(
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: media}
+spec:
+  gatewayClassName: gc
+  listeners: [{name: udp, port: 3478, protocol: TURN-UDP}]
+---
+apiVersion: stunner.l7mp.io/v1
+kind: UDPRoute
+metadata: {name: r, namespace: media}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: svc}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc, namespace: media}
+spec: {clusterIP: 10.96.0.1}
+---
+)";
+
+std::string slice(const std::vector<std::string>& ips) {
+  std::string eps;
+  for (const std::string& ip : ips) eps += "  - addresses: [\"" + ip + "\"]\n";
+  return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: svc-1\n"
+         "  namespace: media\n  labels: {kubernetes.io/service-name: svc}\nendpoints:\n" +
+         eps;
+}
+
+RenderResult renderYaml(const std::string& yaml, const RenderOptions& options = {}) {
+  auto objects = k8s::loadManifests(yaml);
+  EXPECT_TRUE(objects) << objects.error().message;
+  return render(ClusterSnapshot::fromObjects(std::move(*objects)), options);
+}
+
+const StatusUpdate* statusOf(const RenderResult& r, std::string_view kind, std::string_view name) {
+  for (const StatusUpdate& s : r.statuses) {
+    if (s.kind == kind && s.key.name == name) return &s;
+  }
+  return nullptr;
+}
+
+TEST(Renderer, EndpointChurnChangesOnlyClusterEndpoints) {
+  const RenderResult before = renderYaml(kPlatform + std::string(kGateway) + slice({"10.244.0.1"}));
+  const RenderResult after =
+      renderYaml(kPlatform + std::string(kGateway) + slice({"10.244.0.2", "10.244.0.3"}));
+  ASSERT_EQ(before.gateways.size(), 1u);
+  ASSERT_EQ(after.gateways.size(), 1u);
+  const GatewayOutput& a = before.gateways[0];
+  const GatewayOutput& b = after.gateways[0];
+  ASSERT_TRUE(a.config && b.config);
+  // What a stunnerd pod or the Deployment would restart for must not move.
+  EXPECT_EQ(a.config->listeners, b.config->listeners);
+  EXPECT_EQ(a.config->auth, b.config->auth);
+  EXPECT_EQ(a.config->admin, b.config->admin);
+  EXPECT_EQ(a.deployment->body(), b.deployment->body());
+  EXPECT_EQ(a.service->body(), b.service->body());
+  EXPECT_EQ(a.config->clusters[0].endpoints, (std::vector<std::string>{"10.244.0.1", "10.96.0.1"}));
+  EXPECT_EQ(b.config->clusters[0].endpoints,
+            (std::vector<std::string>{"10.244.0.2", "10.244.0.3", "10.96.0.1"}));
+}
+
+TEST(Renderer, RenderedConfigIsWhatStunnerdReads) {
+  const RenderResult r = renderYaml(kPlatform + std::string(kGateway) + slice({"10.244.0.1"}));
+  ASSERT_TRUE(r.gateways[0].config);
+  const std::string json = config::toJson(*r.gateways[0].config);
+  auto parsed =
+      config::parseConfig(json, [](const std::string& name) -> std::optional<std::string> {
+        if (name == "STUNNER_ADDR") return "10.244.9.9";
+        return std::nullopt;
+      });
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->listeners[0].address, "10.244.9.9");
+  EXPECT_EQ(parsed->listeners[0].name, "media/gw/udp");
+  EXPECT_EQ(parsed->clusters[0].name, "media/r");
+}
+
+TEST(Renderer, BadGatewayDoesNotAffectOthers) {
+  const std::string broken = R"(
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: broken, namespace: media}
+spec:
+  gatewayClassName: gc
+  addresses: {not: a-list}
+  listeners: [{name: udp, port: 3478, protocol: TURN-UDP}]
+---
+)";
+  const RenderResult r = renderYaml(kPlatform + std::string(kGateway) + broken);
+  ASSERT_EQ(r.gateways.size(), 2u);
+  EXPECT_FALSE(r.gateways[0].config);  // media/broken sorts first
+  EXPECT_TRUE(r.gateways[1].config);
+  const StatusUpdate* s = statusOf(r, "Gateway", "broken");
+  ASSERT_NE(s, nullptr);
+  const k8s::Json& accepted = s->status["conditions"][0];
+  EXPECT_EQ(accepted["status"], "False");
+  EXPECT_EQ(accepted["reason"], "UnsupportedAddress");
+  EXPECT_EQ(accepted["message"],
+            "Gateway media/broken: spec.addresses: expected a list, got a mapping");
+}
+
+TEST(Renderer, MissingGatewayConfigRejectsTheClassAndItsGateways) {
+  const std::string noConfig = R"(
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: gc}
+spec:
+  controllerName: stunner.l7mp.io/gateway-operator
+  parametersRef: {group: stunner.l7mp.io, kind: GatewayConfig, name: gone, namespace: stunner}
+---
+)";
+  const RenderResult r = renderYaml(noConfig + std::string(kGateway));
+  const StatusUpdate* gc = statusOf(r, "GatewayClass", "gc");
+  ASSERT_NE(gc, nullptr);
+  EXPECT_EQ(gc->status["conditions"][0]["reason"], "InvalidParameters");
+  EXPECT_EQ(gc->status["conditions"][0]["message"], "GatewayConfig stunner/gone not found");
+  ASSERT_EQ(r.gateways.size(), 1u);
+  EXPECT_FALSE(r.gateways[0].config);
+  EXPECT_FALSE(r.gateways[0].deployment);
+}
+
+TEST(Renderer, IgnoresOtherControllers) {
+  RenderOptions options;
+  options.controllerName = "example.com/other";
+  const RenderResult r = renderYaml(kPlatform + std::string(kGateway), options);
+  EXPECT_TRUE(r.gateways.empty());
+  EXPECT_TRUE(r.statuses.empty());
+}
+
+TEST(Renderer, ReferenceGrantsCanBeIgnoredAsStunnerDoes) {
+  const std::string crossNs = R"(
+apiVersion: stunner.l7mp.io/v1
+kind: UDPRoute
+metadata: {name: r, namespace: media}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: svc, namespace: other}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: svc, namespace: other}
+spec: {clusterIP: 10.96.0.2}
+)";
+  const std::string yaml = kPlatform + std::string(kGateway) + crossNs;
+  const RenderResult enforced = renderYaml(yaml);
+  EXPECT_TRUE(enforced.gateways[0].config->clusters[0].endpoints.empty());
+  EXPECT_EQ(statusOf(enforced, "UDPRoute", "r")->status["parents"][0]["conditions"][1]["reason"],
+            "RefNotPermitted");
+  RenderOptions ignore;
+  ignore.enforceReferenceGrants = false;
+  const RenderResult ignored = renderYaml(yaml, ignore);
+  EXPECT_EQ(ignored.gateways[0].config->clusters[0].endpoints,
+            (std::vector<std::string>{"10.96.0.2"}));
+}
+
+TEST(Renderer, DisableManagedDataplaneAnnotationDropsTheDeploymentOnly) {
+  std::string gw = kGateway;
+  gw.replace(
+      gw.find("namespace: media}"), 17,
+      "namespace: media, annotations: {stunner.l7mp.io/disable-managed-dataplane: \"true\"}}");
+  const RenderResult r = renderYaml(kPlatform + gw);
+  ASSERT_EQ(r.gateways.size(), 1u);
+  EXPECT_TRUE(r.gateways[0].config);
+  EXPECT_TRUE(r.gateways[0].service);
+  EXPECT_FALSE(r.gateways[0].deployment);
+}
+
+TEST(Renderer, NamedDataplaneMustExistButDefaultIsBuiltIn) {
+  std::string platform = kPlatform;
+  platform.replace(platform.find("sharedSecret: s}"), 16, "sharedSecret: s, dataplane: custom}");
+  const RenderResult r = renderYaml(platform + std::string(kGateway));
+  EXPECT_EQ(statusOf(r, "GatewayClass", "gc")->status["conditions"][0]["message"],
+            "Dataplane custom not found (named by GatewayConfig stunner/cfg)");
+  const RenderResult builtin = renderYaml(kPlatform + std::string(kGateway));
+  const k8s::Json& container =
+      builtin.gateways[0].deployment->body()["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(container["image"], RenderOptions{}.dataplaneImage);
+}
+
+TEST(Renderer, BackendPortRangeIsAppendedToEveryEndpoint) {
+  std::string gw = kGateway;
+  gw.replace(gw.find("{name: svc}"), 11, "{name: svc, port: 5000, endPort: 5010}");
+  const RenderResult r = renderYaml(kPlatform + gw + slice({"10.244.0.1"}));
+  EXPECT_EQ(r.gateways[0].config->clusters[0].endpoints,
+            (std::vector<std::string>{"10.244.0.1:<5000-5010>", "10.96.0.1:<5000-5010>"}));
+}
+
+}  // namespace
+}  // namespace kturn::op

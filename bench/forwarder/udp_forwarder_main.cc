@@ -108,8 +108,7 @@ class ForwarderWorker {
             !stun::isChannelDataByte(bytes[0])) {
           continue;
         }
-        const size_t length =
-            std::min<size_t>(stun::load16(bytes.data() + 2), bytes.size() - 4);
+        const size_t length = std::min<size_t>(stun::load16(bytes.data() + 2), bytes.size() - 4);
         Flow* f = flowFor(rx_.source(i), stun::load16(bytes.data()));
         if (f == nullptr) continue;
         f->last_active = now;

@@ -25,13 +25,13 @@
 namespace kturn::bench {
 namespace {
 
-constexpr int64_t kFirstRto = 250'000'000;     // RFC 8489 §6.2.1 suggests 500 ms; loopback is fast
+constexpr int64_t kFirstRto = 250'000'000;  // RFC 8489 §6.2.1 suggests 500 ms; loopback is fast
 constexpr int64_t kMaxRto = 2'000'000'000;
-constexpr uint8_t kMaxTries = 6;                // about 8 s before a transaction times out
-constexpr int64_t kTimerPeriod = 10'000'000;    // retransmission scan
-constexpr int64_t kRefreshScan = 100'000'000;   // allocation refresh scan
-constexpr int64_t kTick = 200'000;              // pacing tick while sending
-constexpr int64_t kMaxRefreshInterval = 120;    // seconds; permissions last 300 s (RFC 8656 §9)
+constexpr uint8_t kMaxTries = 6;               // about 8 s before a transaction times out
+constexpr int64_t kTimerPeriod = 10'000'000;   // retransmission scan
+constexpr int64_t kRefreshScan = 100'000'000;  // allocation refresh scan
+constexpr int64_t kTick = 200'000;             // pacing tick while sending
+constexpr int64_t kMaxRefreshInterval = 120;   // seconds; permissions last 300 s (RFC 8656 §9)
 
 socklen_t fill(const TransportAddress& a, sockaddr_storage& ss) {
   ss = {};
@@ -105,7 +105,8 @@ Result<void> ClientGroup::open() {
   }
   // Payload after the stamp, plus up to three bytes of DATA padding for Send indications.
   filler_.assign(opts_.payload - kStampSize, 0xA5);
-  if (opts_.send_indications && !opts_.raw) filler_.resize(filler_.size() + (4 - opts_.payload % 4) % 4, 0);
+  if (opts_.send_indications && !opts_.raw)
+    filler_.resize(filler_.size() + (4 - opts_.payload % 4) % 4, 0);
   for (size_t i = 0; i < kBatch; ++i) {
     tx_msgs_[i].msg_hdr = msghdr{};
     tx_msgs_[i].msg_hdr.msg_iov = tx_iov_[i].data();
@@ -122,8 +123,8 @@ Result<void> ClientGroup::open() {
     c.channel = static_cast<uint16_t>(stun::kMinChannelNumber + (c.index & 0x0FFF));
     auto fd = connectedSocket(opts_.server);
     if (!fd) {
-      return makeError(fd.error().code, "client " + std::to_string(c.index) + ": " +
-                                            fd.error().message);
+      return makeError(fd.error().code,
+                       "client " + std::to_string(c.index) + ": " + fd.error().message);
     }
     c.fd = *fd;
     epoll_event ev{};
@@ -434,7 +435,8 @@ void ClientGroup::run(RunControl& control) {
 void ClientGroup::runSetup(RunControl& control) {
   const int64_t t0 = monoNs();
   const int64_t deadline = t0 + secondsToNs(opts_.setup_timeout);
-  for (size_t i = 0; i < clients_.size(); ++i) enqueue(static_cast<uint32_t>(i), Step::kAllocateProbe);
+  for (size_t i = 0; i < clients_.size(); ++i)
+    enqueue(static_cast<uint32_t>(i), Step::kAllocateProbe);
   int64_t now = t0;
   while (!control.abort.load() && now < deadline) {
     fillWindow(now);
@@ -487,8 +489,8 @@ void ClientGroup::runTraffic(RunControl& control, int64_t start_ns) {
 
   // This group's share of the offered rate, by its share of the active clients.
   const size_t total_active = std::max<size_t>(opts_.activeClients(), 1);
-  const double rate = opts_.rate * static_cast<double>(active_.size()) /
-                      static_cast<double>(total_active);
+  const double rate =
+      opts_.rate * static_cast<double>(active_.size()) / static_cast<double>(total_active);
   const double per_ns = rate / 1e9;
   const double max_tokens = std::max(64.0, rate * 0.005);  // at most 5 ms of backlog
   const uint64_t budget = opts_.max_packets / std::max<size_t>(groups_, 1);
@@ -548,7 +550,8 @@ void ClientGroup::runAllocRate(RunControl& control, int64_t start_ns) {
   cycling_ = true;
   cycle_window_start_ns_ = start_ns + secondsToNs(opts_.warmup);
   cycle_window_end_ns_ = cycle_window_start_ns_ + secondsToNs(opts_.duration);
-  for (size_t i = 0; i < clients_.size(); ++i) enqueue(static_cast<uint32_t>(i), Step::kAllocateProbe);
+  for (size_t i = 0; i < clients_.size(); ++i)
+    enqueue(static_cast<uint32_t>(i), Step::kAllocateProbe);
   const int64_t hard_end = cycle_window_end_ns_ + 10 * kNsPerSecond;
   int64_t now = monoNs();
   while (!control.abort.load() && now < hard_end) {

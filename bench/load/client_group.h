@@ -12,8 +12,8 @@
 #include <memory>
 #include <vector>
 
-#include "kturn/result.h"
 #include "histogram.h"
+#include "kturn/result.h"
 #include "options.h"
 #include "turn_client.h"
 
@@ -21,14 +21,14 @@ namespace kturn::bench {
 
 // Shared by the main thread and every group.
 struct RunControl {
-  std::atomic<size_t> setup_finished{0};  // groups done with setup
+  std::atomic<size_t> setup_finished{0};     // groups done with setup
   std::atomic<int64_t> traffic_start_ns{0};  // set by the main thread once every group is set up
   std::atomic<bool> abort{false};
 };
 
 struct GroupResult {
-  size_t allocated = 0;    // allocations that reached Ready in setup
-  size_t failed = 0;       // clients whose setup failed
+  size_t allocated = 0;  // allocations that reached Ready in setup
+  size_t failed = 0;     // clients whose setup failed
   double setup_seconds = 0;
   uint64_t sent_total = 0;         // traffic datagrams sent, warmup included
   uint64_t received_total = 0;     // echoes received, warmup and drain included
@@ -48,8 +48,8 @@ struct GroupResult {
 class ClientGroup {
  public:
   // `first`..`first + count` are the global client numbers this group owns.
-  ClientGroup(const BenchOptions& options, size_t group, size_t groups, size_t first,
-              size_t count, TransportAddress peer);
+  ClientGroup(const BenchOptions& options, size_t group, size_t groups, size_t first, size_t count,
+              TransportAddress peer);
   ~ClientGroup();
   ClientGroup(const ClientGroup&) = delete;
   ClientGroup& operator=(const ClientGroup&) = delete;

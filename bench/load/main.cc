@@ -141,11 +141,10 @@ int run(BenchOptions& o) {
   const double d = std::max(o.duration, 1e-9);
   const double offered = static_cast<double>(total.sent_measured) / d;
   const double delivered = static_cast<double>(total.received_measured) / d;
-  const double loss =
-      total.sent_measured == 0
-          ? 0.0
-          : 1.0 - static_cast<double>(total.received_measured) /
-                      static_cast<double>(total.sent_measured);
+  const double loss = total.sent_measured == 0
+                          ? 0.0
+                          : 1.0 - static_cast<double>(total.received_measured) /
+                                      static_cast<double>(total.sent_measured);
   const uint64_t peer_rx = builtin_peer ? peer.received() : 0;
   // Datagrams the server relayed in either direction over the whole run (warmup included).
   const uint64_t relayed = builtin_peer ? peer_rx + total.received_total : 2 * total.received_total;
@@ -197,22 +196,24 @@ int run(BenchOptions& o) {
                 modeName(o.mode), o.server.toString().c_str(), o.raw ? " (raw)" : "", o.clients,
                 total.allocated, total.failed, setup_seconds);
     if (o.mode == Mode::kAllocRate) {
-      std::printf("  %llu Allocate+Refresh(0) cycles in %.1f s: %.0f allocations/s; "
-                  "transaction p50 %.0f us p99 %.0f us; %llu timeouts\n",
-                  static_cast<unsigned long long>(total.cycles), o.duration,
-                  static_cast<double>(total.cycles) / d,
-                  us(total.transaction_rtt.quantile(0.5)), us(total.transaction_rtt.quantile(0.99)),
-                  static_cast<unsigned long long>(total.timeouts));
+      std::printf(
+          "  %llu Allocate+Refresh(0) cycles in %.1f s: %.0f allocations/s; "
+          "transaction p50 %.0f us p99 %.0f us; %llu timeouts\n",
+          static_cast<unsigned long long>(total.cycles), o.duration,
+          static_cast<double>(total.cycles) / d, us(total.transaction_rtt.quantile(0.5)),
+          us(total.transaction_rtt.quantile(0.99)),
+          static_cast<unsigned long long>(total.timeouts));
     } else {
-      std::printf("  %zu B payload, target %.0f pps, offered %.0f pps, delivered %.0f pps, "
-                  "loss %.3f%%\n",
-                  o.payload, o.rate, offered, delivered, 100.0 * loss);
-      std::printf("  RTT p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us; "
-                  "%llu send failures, %llu relayed datagrams in total\n",
-                  us(total.rtt.quantile(0.5)), us(total.rtt.quantile(0.99)),
-                  us(total.rtt.quantile(0.999)), us(total.rtt.max()),
-                  static_cast<unsigned long long>(total.send_failed),
-                  static_cast<unsigned long long>(relayed));
+      std::printf(
+          "  %zu B payload, target %.0f pps, offered %.0f pps, delivered %.0f pps, "
+          "loss %.3f%%\n",
+          o.payload, o.rate, offered, delivered, 100.0 * loss);
+      std::printf(
+          "  RTT p50 %.1f us, p99 %.1f us, p99.9 %.1f us, max %.1f us; "
+          "%llu send failures, %llu relayed datagrams in total\n",
+          us(total.rtt.quantile(0.5)), us(total.rtt.quantile(0.99)), us(total.rtt.quantile(0.999)),
+          us(total.rtt.max()), static_cast<unsigned long long>(total.send_failed),
+          static_cast<unsigned long long>(relayed));
     }
     if (!total.errors.empty()) std::printf("  errors: %s\n", errors.dump().c_str());
   }
@@ -284,9 +285,8 @@ int main(int argc, char** argv) {
     o.peer = *p;
   }
   if (peer_bind.empty()) {
-    o.peer_bind = kturn::TransportAddress{o.server.ip.isV4() ? kturn::IpAddress::v4(0x7F000001)
-                                                             : *kturn::IpAddress::parse("::1"),
-                                          0};
+    o.peer_bind = kturn::TransportAddress{
+        o.server.ip.isV4() ? kturn::IpAddress::v4(0x7F000001) : *kturn::IpAddress::parse("::1"), 0};
   } else {
     auto p = kturn::TransportAddress::parse(peer_bind);
     if (!p) {

@@ -28,7 +28,7 @@ struct BenchOptions {
   std::string auth = "static";  // static | rest
   std::string username = "user1";
   std::string password = "pass1";
-  std::string secret;            // rest: shared secret; usernames are "<expiry>:bench<i>"
+  std::string secret;  // rest: shared secret; usernames are "<expiry>:bench<i>"
   uint32_t rest_ttl = 86400;
 
   size_t clients = 10;     // allocations (one UDP socket each)
@@ -40,8 +40,8 @@ struct BenchOptions {
   double drain = 0.5;      // seconds to wait for echoes after the last measured send
   uint64_t max_packets = 200'000'000;  // hard bound on packets sent per run
 
-  size_t threads = 1;       // client threads (clients are split among them)
-  size_t peer_threads = 1;  // built-in echo peer threads (SO_REUSEPORT sockets)
+  size_t threads = 1;                    // client threads (clients are split among them)
+  size_t peer_threads = 1;               // built-in echo peer threads (SO_REUSEPORT sockets)
   std::optional<TransportAddress> peer;  // external echo peer; else the built-in one
   TransportAddress peer_bind;            // where the built-in peer listens (port 0: any)
 

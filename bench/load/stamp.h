@@ -11,7 +11,7 @@
 namespace kturn::bench {
 
 struct Stamp {
-  static constexpr uint32_t kMagic = 0x4B544231;         // "KTB1"
+  static constexpr uint32_t kMagic = 0x4B544231;            // "KTB1"
   static constexpr uint64_t kMeasured = uint64_t{1} << 63;  // sent inside the measured window
   uint32_t magic = kMagic;
   uint32_t client = 0;

@@ -43,8 +43,8 @@ struct TurnClient {
   uint8_t auth_retries = 0;
   int last_error = 0;
   stun::TransactionId txid{};
-  int64_t sent_ns = 0;    // last transmission
-  int64_t rto_ns = 0;     // wait before the next retransmission
+  int64_t sent_ns = 0;     // last transmission
+  int64_t rto_ns = 0;      // wait before the next retransmission
   int64_t refresh_ns = 0;  // when the allocation wants a Refresh
   uint64_t seq = 0;
 

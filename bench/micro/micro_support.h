@@ -119,19 +119,18 @@ class Harness {
     const std::string nonce = nonceOf(*challenge);
     auto ok = feed(tuple, request(stun::Method::kAllocate, nonce, alloc));
     if (!ok || !isSuccess(*ok)) return {};
-    auto perm = feed(tuple, request(stun::Method::kCreatePermission, nonce,
-                                    [](stun::MessageBuilder& b) {
-                                      b.addXorAddress(stun::attr::kXorPeerAddress, kPeer);
-                                    }));
+    auto perm =
+        feed(tuple, request(stun::Method::kCreatePermission, nonce, [](stun::MessageBuilder& b) {
+               b.addXorAddress(stun::attr::kXorPeerAddress, kPeer);
+             }));
     if (!perm || !isSuccess(*perm)) return {};
     if (bind) {
-      auto cb = feed(tuple, request(stun::Method::kChannelBind, nonce,
-                                    [channel](stun::MessageBuilder& b) {
-                                      const uint8_t number[] = {uint8_t(channel >> 8),
-                                                                uint8_t(channel), 0, 0};
-                                      b.add(stun::attr::kChannelNumber, number);
-                                      b.addXorAddress(stun::attr::kXorPeerAddress, kPeer);
-                                    }));
+      auto cb = feed(tuple,
+                     request(stun::Method::kChannelBind, nonce, [channel](stun::MessageBuilder& b) {
+                       const uint8_t number[] = {uint8_t(channel >> 8), uint8_t(channel), 0, 0};
+                       b.add(stun::attr::kChannelNumber, number);
+                       b.addXorAddress(stun::attr::kXorPeerAddress, kPeer);
+                     }));
       if (!cb || !isSuccess(*cb)) return {};
     }
     return nonce;

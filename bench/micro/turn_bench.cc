@@ -54,8 +54,8 @@ void BM_PeerToClientChannelData(benchmark::State& state) {
   size_t i = 0;
   for (auto _ : state) {
     p.h.actions.clear();
-    p.h.server->onPeerPacket(ids[i], kPeer, {buffer, turn::PeerPacket::kHeadroom, payload},
-                             p.h.now, p.h.actions);
+    p.h.server->onPeerPacket(ids[i], kPeer, {buffer, turn::PeerPacket::kHeadroom, payload}, p.h.now,
+                             p.h.actions);
     i = i + 1 == n ? 0 : i + 1;
     benchmark::DoNotOptimize(p.h.actions.to_clients.data());
   }
@@ -107,8 +107,8 @@ void BM_AllocateRefresh0(benchmark::State& state) {
   Harness h;
   const FiveTuple tuple = clientTuple(7);
   auto alloc = [](stun::MessageBuilder& b) { Harness::allocateBody(b); };
-  const std::string nonce = Harness::nonceOf(*h.feed(tuple, h.request(stun::Method::kAllocate,
-                                                                       "", alloc)));
+  const std::string nonce =
+      Harness::nonceOf(*h.feed(tuple, h.request(stun::Method::kAllocate, "", alloc)));
   const auto release = [](stun::MessageBuilder& b) { b.addUint32(stun::attr::kLifetime, 0); };
   // Distinct transaction IDs per iteration: a repeated Allocate ID would be a retransmission.
   std::vector<std::vector<uint8_t>> allocates, releases;

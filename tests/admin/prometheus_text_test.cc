@@ -2,9 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include <ctime>
-
 #include <cmath>
+#include <ctime>
 #include <limits>
 
 #include "admin/admin_server.h"

@@ -41,7 +41,7 @@ Result<LoadedConfig> loadConfig(const std::string& origin) {
     loaded.description = "TURN URI";
   } else if (origin.find("://") != std::string::npos && !startsWith(origin, "file://")) {
     return makeError(Error::Code::kUnsupported,
-                     origin + ": config discovery (http/ws) is not in this build yet; use file://");
+                     origin + ": a config discovery server, not a file (the daemon watches it)");
   } else {
     const std::string path = filePath(origin);
     std::ifstream in(path);

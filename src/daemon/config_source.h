@@ -2,8 +2,8 @@
 //   ""                     kturn's embedded default (loopback, ephemeral auth, generated secret)
 //   file://PATH or PATH    a STUNner dataplane config file, YAML or JSON
 //   turn://, turns://      a one-shot default config with static credentials from the URI
-// Config discovery over http(s)/ws(s) is served by the operations issue; until then those
-// origins are refused with a clear error.
+// Config discovery origins (http(s)://, ws(s)://) are not loaded here: the Daemon runs a CDS
+// client for them (cds/cds_client.h), and loadConfig refuses them with a clear error.
 #pragma once
 
 #include <string>

@@ -11,7 +11,10 @@
 #include "admin/http_endpoint.h"
 #include "admin/metrics_handler.h"
 #include "admin/stunner_status.h"
+#include "common/crypto.h"
+#include "common/log.h"
 #include "config/serializer.h"
+#include "config/validator.h"
 #include "daemon/metrics.h"
 
 namespace kturn::daemon {
@@ -45,48 +48,95 @@ std::vector<IpAddress> resolve(const std::string& host) {
 
 Daemon::Daemon(Options options) : options_(std::move(options)) {
   if (options_.workers == 0) options_.workers = std::max(1u, std::thread::hardware_concurrency());
+  auto& key = options_.session_log.user_key;
+  if (std::all_of(key.begin(), key.end(), [](uint8_t b) { return b == 0; })) {
+    crypto::randomBytes(key);
+  }
 }
 
 Daemon::~Daemon() { stop(); }
 
 Result<void> Daemon::start() {
-  auto loaded = loadConfig(options_.origin);
-  if (!loaded) return loaded.error();
-  loaded_ = std::move(*loaded);
-  for (const std::string& host : DataplaneBuilder::dnsHosts(loaded_.config)) {
-    dns_[host] = resolve(host);
-  }
-  auto dataplane = builder_.build(loaded_.config, dns_);
-  if (!dataplane) return dataplane.error();
-  dataplane_ = *dataplane;
-  if (dataplane_->listeners.empty()) {
-    return makeError(Error::Code::kInvalidArgument, "no TURN-UDP listener to serve");
-  }
   health_.setForceReady(options_.force_ready);
-  if (auto admin = startAdmin(); !admin) return admin;
+  // Workers start with no listener; apply() hands each its sockets.
+  auto empty = std::make_shared<Dataplane>();
+  empty->turn = std::make_shared<turn::ServerConfig>();
+  dataplane_ = empty;
   for (size_t i = 0; i < options_.workers; ++i) {
     Worker::Options wo;
     wo.index = i;
     wo.session_log = options_.session_log;
-    auto worker = std::make_unique<Worker>(wo, dataplane_, reservations_);
-    if (auto bound = worker->bindListeners(); !bound) return bound;
-    workers_.push_back(std::move(worker));
+    workers_.push_back(std::make_unique<Worker>(wo, dataplane_, reservations_));
   }
   for (auto& w : workers_) w->start();
-  health_.setReady();
+
+  if (cds::isCdsOrigin(options_.origin)) {
+    if (auto started = startCds(); !started) return started;
+  } else {
+    auto loaded = loadConfig(options_.origin);
+    if (!loaded) return loaded.error();
+    if (loaded->config.listeners.empty() && !options_.watch) {
+      return makeError(Error::Code::kInvalidArgument,
+                       loaded->description + ": no TURN-UDP listener to serve");
+    }
+    std::lock_guard reloading(reload_mutex_);
+    if (auto applied = apply(std::move(*loaded)); !applied) return applied;
+  }
   if (options_.watch && isReloadable(options_.origin)) {
     const std::string path =
         options_.origin.rfind("file://", 0) == 0 ? options_.origin.substr(7) : options_.origin;
-    watcher_ = std::make_unique<FileWatcher>(path, [this] { reload(); });
+    watcher_ = std::make_unique<FileWatcher>(path, [this] { reloadAndLog(); });
     if (auto watching = watcher_->start(); !watching) return watching;
     spdlog::info("watching {} for changes", path);
   }
   dns_thread_ = std::thread([this] { dnsLoop(); });
-  for (const ListenerSpec& l : dataplane_->listeners) {
-    spdlog::info("listener {}: TURN-UDP on {} ({} workers)", l.name, l.address.toString(),
-                 workers_.size());
-  }
   return {};
+}
+
+Result<void> Daemon::startCds() {
+  cds::CdsClientOptions co;
+  co.origin = options_.origin;
+  co.id = options_.cds_id;
+  co.node = options_.cds_node;
+  auto client = cds::CdsClient::create(co);
+  if (!client)
+    return makeError(client.error().code, options_.origin + ": " + client.error().message);
+  cds_ = std::move(*client);
+  const std::string description = "CDS " + options_.origin + " " + options_.cds_id;
+  std::lock_guard reloading(reload_mutex_);
+  if (!options_.watch) {
+    auto config = cds_->get();
+    if (!config) return makeError(config.error().code, description + ": " + config.error().message);
+    return apply(LoadedConfig{std::move(*config), description});
+  }
+  // Like stunnerd -w: serve the admin endpoints (not ready) until the first config arrives,
+  // then apply every config the server pushes. While the server is away the running config stays.
+  // A taken health port is not fatal here: the first config may name another one.
+  if (auto admin = reconcileAdmin(cds::zeroConfig(options_.cds_id).admin); !admin) {
+    spdlog::error("admin endpoints: {}", admin.error().message);
+  }
+  auto failing = std::make_shared<bool>(false);
+  cds::WatchCallbacks callbacks;
+  callbacks.on_config = [this, description, failing](config::StunnerConfig config) {
+    *failing = false;
+    std::lock_guard reloading(reload_mutex_);
+    if (auto applied = apply(LoadedConfig{std::move(config), description}); !applied) {
+      spdlog::error("config rejected, keeping the running one: {}", applied.error().message);
+    }
+  };
+  callbacks.on_error = [failing](const Error& e) {
+    // The client retries every second; say it once per outage, not once per attempt.
+    if (*failing) return;
+    *failing = true;
+    spdlog::warn("config discovery: {} (retrying; the running config stays)", e.message);
+  };
+  spdlog::info("watching {} for configs", description);
+  return cds_->watch(std::move(callbacks));
+}
+
+LoadedConfig Daemon::loaded() const {
+  std::lock_guard lock(mutex_);
+  return loaded_;
 }
 
 uint16_t Daemon::metricsPort() const {
@@ -94,8 +144,11 @@ uint16_t Daemon::metricsPort() const {
   return loaded_.config.admin.metrics_endpoint.empty() ? 0 : healthPort();
 }
 
-Result<void> Daemon::startAdmin() {
-  const config::Admin& a = loaded_.config.admin;
+Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
+  if (admin_started_ && a.healthcheck_endpoint == health_endpoint_ &&
+      a.metrics_endpoint == metrics_endpoint_) {
+    return {};
+  }
   auto health =
       admin::parseHttpEndpoint(a.healthcheck_endpoint.value_or(""), admin::kDefaultHealthCheckPort);
   if (!health)
@@ -103,6 +156,11 @@ Result<void> Daemon::startAdmin() {
   auto metrics = admin::parseHttpEndpoint(a.metrics_endpoint, admin::kDefaultMetricsPort);
   if (!metrics)
     return makeError(metrics.error().code, "admin.metrics_endpoint: " + metrics.error().message);
+  // Probes see a refused connection for the moment between the old server and the new one.
+  stopAdmin();
+  admin_started_ = true;
+  health_endpoint_ = a.healthcheck_endpoint;
+  metrics_endpoint_ = a.metrics_endpoint;
 
   auto collect = [this] {
     const WorkerStats stats = collectStats();
@@ -123,10 +181,20 @@ Result<void> Daemon::startAdmin() {
   }
   for (auto* server : {health_server_.get(), metrics_server_.get()}) {
     if (server == nullptr) continue;
-    if (auto started = server->start(); !started) return started;
-    spdlog::info("admin server on port {}", server->port());
+    if (auto started = server->start(); !started) {
+      stopAdmin();
+      admin_started_ = false;  // the next config tries again
+      return started;
+    }
   }
   return {};
+}
+
+void Daemon::stopAdmin() {
+  if (metrics_server_) metrics_server_->stop();
+  if (health_server_) health_server_->stop();
+  metrics_server_.reset();
+  health_server_.reset();
 }
 
 nlohmann::json Daemon::statusDocument() {
@@ -169,7 +237,7 @@ void Daemon::waitForSignals() {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) continue;
     if (sig == SIGHUP) {
-      reload();
+      reloadAndLog();
       continue;
     }
     if (sig == SIGTERM) {
@@ -183,6 +251,9 @@ void Daemon::waitForSignals() {
 
 void Daemon::drain(const sigset_t& signals) {
   health_.setTerminating();
+  // As stunnerd: no new config while draining (a Gateway deleted mid-drain must not close the
+  // listeners that still carry calls).
+  if (cds_) cds_->stop();
   const auto deadline = std::chrono::steady_clock::now() + options_.grace_period;
   spdlog::info(
       "SIGTERM: draining; /ready fails, allocations are served until they end (at most "
@@ -201,7 +272,7 @@ void Daemon::drain(const sigset_t& signals) {
     const timespec tick{1, 0};
     const int sig = sigtimedwait(&signals, nullptr, &tick);
     if (sig == SIGHUP) {
-      reload();
+      reloadAndLog();
     } else if (sig == SIGTERM || sig == SIGINT) {
       spdlog::warn("signal {} while draining: stopping now with {} allocations", sig, allocations);
       return;
@@ -216,51 +287,122 @@ void Daemon::stop() {
     stopping_ = true;
   }
   dns_wakeup_.notify_all();
+  if (cds_) cds_->stop();
   if (watcher_) watcher_->stop();
   if (dns_thread_.joinable()) dns_thread_.join();
   for (auto& w : workers_) w->stop();
-  if (metrics_server_) metrics_server_->stop();
-  if (health_server_) health_server_->stop();
-}
-
-void Daemon::reload() {
   std::lock_guard reloading(reload_mutex_);
-  if (!isReloadable(options_.origin)) {
-    spdlog::warn("SIGHUP: the config origin is not a file; nothing to reload");
-    return;
-  }
-  auto loaded = loadConfig(options_.origin);
-  if (!loaded) {
-    spdlog::error("config rejected, keeping the running one: {}", loaded.error().message);
-    return;
-  }
-  std::lock_guard lock(mutex_);
-  auto dataplane = builder_.build(loaded->config, dns_);
-  if (!dataplane) {
-    spdlog::error("config rejected, keeping the running one: {}", dataplane.error().message);
-    return;
-  }
-  // Listener sockets are bound at start; adding, moving or removing listeners live comes with
-  // the operations issue. Everything else (routes, endpoints, credentials, realm) applies now.
-  bool same_listeners = (*dataplane)->listeners.size() == dataplane_->listeners.size();
-  for (size_t i = 0; same_listeners && i < dataplane_->listeners.size(); ++i) {
-    same_listeners = (*dataplane)->listeners[i].address == dataplane_->listeners[i].address &&
-                     (*dataplane)->listeners[i].id == dataplane_->listeners[i].id;
-  }
-  if (!same_listeners) {
-    spdlog::error(
-        "config rejected, keeping the running one: listener set changed (restart "
-        "kturnd to add, move or remove listeners)");
-    return;
-  }
-  loaded_ = std::move(*loaded);
-  dataplane_ = *dataplane;
-  applyToWorkers();
-  spdlog::info("config reloaded from {}", loaded_.description);
+  stopAdmin();
 }
 
-void Daemon::applyToWorkers() {
-  for (auto& w : workers_) w->applyDataplane(dataplane_);
+Result<void> Daemon::reload() {
+  std::lock_guard reloading(reload_mutex_);
+  Result<LoadedConfig> loaded = makeError(Error::Code::kUnsupported, "");
+  if (cds_) {
+    auto config = cds_->get();
+    if (!config)
+      return makeError(config.error().code, "config discovery: " + config.error().message);
+    loaded = LoadedConfig{std::move(*config), "CDS " + options_.origin + " " + options_.cds_id};
+  } else if (isReloadable(options_.origin)) {
+    loaded = loadConfig(options_.origin);
+  } else {
+    return makeError(Error::Code::kUnsupported,
+                     "the config origin is neither a file nor a CDS server; nothing to reload");
+  }
+  if (!loaded) return loaded.error();
+  return apply(std::move(*loaded));
+}
+
+void Daemon::reloadAndLog() {
+  if (auto reloaded = reload(); !reloaded) {
+    spdlog::error("config rejected, keeping the running one: {}", reloaded.error().message);
+  }
+}
+
+Result<void> Daemon::apply(LoadedConfig loaded) {
+  if (auto valid = config::validate(loaded.config); !valid) {
+    return makeError(valid.error().code, loaded.description + ": " + valid.error().message);
+  }
+  // Resolve STRICT_DNS hosts the resolver thread has not seen yet, so that a new cluster admits
+  // its peers at once instead of at the next resolver round.
+  DnsCache fresh;
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::string& host : DataplaneBuilder::dnsHosts(loaded.config)) {
+      if (!dns_.contains(host)) fresh[host];
+    }
+  }
+  for (auto& [host, addresses] : fresh) addresses = resolve(host);
+  std::unique_lock lock(mutex_);
+  dns_.merge(fresh);
+  auto built = builder_.build(loaded.config, dns_);
+  if (!built)
+    return makeError(built.error().code, loaded.description + ": " + built.error().message);
+  const DataplanePtr next = *built;
+
+  // The listener diff, by id (stable per name): a listener whose address changed is closed and
+  // opened again; one whose address stayed keeps its sockets and its allocations.
+  std::vector<turn::ListenerId> removed;
+  std::vector<const ListenerSpec*> added;
+  auto find = [](const Dataplane& d, turn::ListenerId id) -> const ListenerSpec* {
+    for (const ListenerSpec& l : d.listeners) {
+      if (l.id == id) return &l;
+    }
+    return nullptr;
+  };
+  for (const ListenerSpec& old : dataplane_->listeners) {
+    const ListenerSpec* now = find(*next, old.id);
+    if (now == nullptr || now->address != old.address) removed.push_back(old.id);
+  }
+  for (const ListenerSpec& l : next->listeners) {
+    const ListenerSpec* before = find(*dataplane_, l.id);
+    if (before == nullptr || before->address != l.address) added.push_back(&l);
+  }
+  // Bind every new socket before touching anything: a taken port rejects the whole config.
+  // The sockets of a moved listener's old address are still open here, so moving a listener
+  // to a port it shares with another (SO_REUSEPORT) works, and moving onto a port some other
+  // process holds fails cleanly.
+  std::vector<std::vector<Worker::BoundListener>> bound(workers_.size());
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    for (const ListenerSpec* spec : added) {
+      auto socket = Worker::bindListener(*spec, Worker::Options{}.socket_buffer);
+      if (!socket) {
+        return makeError(socket.error().code, loaded.description + ": " + socket.error().message);
+      }
+      bound[w].push_back(std::move(*socket));
+    }
+  }
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    workers_[w]->reconfigure(next, std::move(bound[w]), removed);
+  }
+  for (turn::ListenerId id : removed) {
+    for (const ListenerSpec& old : dataplane_->listeners) {
+      if (old.id == id) spdlog::info("listener {} on {} closed", old.name, old.address.toString());
+    }
+  }
+  for (const ListenerSpec* l : added) {
+    spdlog::info("listener {}: TURN-UDP on {} ({} workers)", l->name, l->address.toString(),
+                 workers_.size());
+  }
+  const bool first = loaded_.description.empty();
+  dataplane_ = next;
+  loaded_ = std::move(loaded);
+  const config::Admin admin = loaded_.config.admin;
+  if (options_.log_levels_from_config && !admin.loglevel.empty()) {
+    if (auto levels = log::configure(admin.loglevel); !levels) {
+      spdlog::warn("admin.loglevel: {}; log levels unchanged", levels.error().message);
+    }
+  }
+  spdlog::info("config {} from {}", first ? "loaded" : "applied", loaded_.description);
+  lock.unlock();
+
+  // Admin servers take mutex_ in their handlers: (re)start them outside it.
+  if (auto started = reconcileAdmin(admin); !started) {
+    if (first) return started;
+    spdlog::error("admin endpoints: {}; the data plane config is applied", started.error().message);
+  }
+  health_.setReady();
+  return {};
 }
 
 void Daemon::dnsLoop() {
@@ -276,9 +418,10 @@ void Daemon::dnsLoop() {
     lock.lock();
     if (fresh == dns_) continue;
     dns_ = std::move(fresh);
+    // Same listeners, new peers: swap the config in place.
     if (auto dataplane = builder_.build(loaded_.config, dns_)) {
       dataplane_ = *dataplane;
-      applyToWorkers();
+      for (auto& w : workers_) w->reconfigure(dataplane_, {}, {});
       spdlog::info("STRICT_DNS endpoints changed; routes updated");
     }
   }

@@ -1,5 +1,6 @@
-// kturnd's process: loads the config, runs one Worker per core, re-reads a file config on SIGHUP,
-// resolves STRICT_DNS clusters in the background, and stops on SIGINT/SIGTERM.
+// kturnd's process: loads the config (a file, a TURN URI, the embedded default, or a config
+// discovery server), runs one Worker per core, applies every new config live (SIGHUP, the file
+// watcher, CDS pushes), resolves STRICT_DNS clusters in the background, and drains on SIGTERM.
 #pragma once
 
 #include <atomic>
@@ -8,12 +9,14 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "admin/admin_server.h"
 #include "admin/health_state.h"
+#include "cds/cds_client.h"
 #include "daemon/config_source.h"
 #include "daemon/dataplane_builder.h"
 #include "daemon/file_watcher.h"
@@ -25,14 +28,22 @@ namespace kturn::daemon {
 class Daemon {
  public:
   struct Options {
-    std::string origin;  // see config_source.h
+    std::string origin;  // see config_source.h; http(s)/ws(s): a CDS server (cds/origin.h)
+    // CDS only: "namespace/name" of the Gateway whose config to fetch, and the node name
+    // (stunnerd's --id / STUNNER_NAMESPACE+STUNNER_NAME and STUNNER_NODENAME).
+    std::string cds_id;
+    std::string cds_node;
     size_t workers = 0;  // 0: one per core
     std::chrono::seconds dns_interval{5};
     // SIGTERM drains: /ready fails, allocations keep being served until none is left or this
     // much time has passed (stunnerd's terminationGracePeriod default, seed 004).
     std::chrono::seconds grace_period{3600};
     bool force_ready = false;  // stunnerd's --force-ready-status
-    bool watch = false;        // stunnerd's -w: reload a file config when it changes
+    // Apply each config's admin.loglevel (stunnerd does, unless -l was given).
+    bool log_levels_from_config = false;
+    // stunnerd's -w: reload a file config when it changes; with a CDS origin, start without a
+    // config (not ready) and apply every config the server pushes.
+    bool watch = false;
     SessionLogOptions session_log;
   };
 
@@ -49,23 +60,31 @@ class Daemon {
   void waitForSignals();
   void stop();
 
+  // Re-reads the file config (or asks the CDS server) and applies it, as SIGHUP does. On error
+  // the running config stays and the error names the field or the socket.
+  Result<void> reload();
+
   // Sums the workers' counters (each read on its own thread).
   WorkerStats collectStats();
-  const config::StunnerConfig& config() const { return loaded_.config; }
-  const LoadedConfig& loaded() const { return loaded_; }
+  // The running config (a copy: a CDS push may replace it at any time).
+  LoadedConfig loaded() const;
   admin::HealthStatus health() const { return health_.status(); }
   // Bound ports of the admin servers (0 when off), for tests that ask for ephemeral ports.
   uint16_t healthPort() const { return health_server_ ? health_server_->port() : 0; }
   uint16_t metricsPort() const;
 
  private:
-  // Re-reads the config; a bad one is logged with its field and the running one kept.
-  void reload();
-  Result<void> startAdmin();
+  // Validates `loaded` against what is running and applies it: listeners added or removed
+  // (only those), everything else swapped in place. On error nothing changes.
+  Result<void> apply(LoadedConfig loaded);
+  Result<void> startCds();
+  void reloadAndLog();  // SIGHUP and the file watcher
+  // (Re)starts the admin servers if `admin`'s endpoints differ from the running ones.
+  Result<void> reconcileAdmin(const config::Admin& admin);
+  void stopAdmin();
   nlohmann::json statusDocument();
   // Serves until no allocation is left, the grace period ends, or `stop` is signalled.
   void drain(const sigset_t& signals);
-  void applyToWorkers();
   void dnsLoop();
 
   Options options_;
@@ -78,10 +97,17 @@ class Daemon {
   admin::HealthState health_;
   std::unique_ptr<admin::AdminServer> health_server_;
   std::unique_ptr<admin::AdminServer> metrics_server_;  // null when sharing health_server_
+  // The endpoints the admin servers were started with (config strings); guarded by
+  // reload_mutex_.
+  bool admin_started_ = false;
+  std::optional<std::string> health_endpoint_;
+  std::string metrics_endpoint_;
+  std::unique_ptr<cds::CdsClient> cds_;
 
   std::unique_ptr<FileWatcher> watcher_;
-  std::mutex reload_mutex_;  // one reload at a time (SIGHUP and the file watcher)
-  std::mutex mutex_;         // config, dns_ and dataplane_: the control path, never the data path
+  std::mutex reload_mutex_;  // one apply() at a time (SIGHUP, file watcher, CDS)
+  // loaded_, builder_, dns_ and dataplane_: the control path, never the data path.
+  mutable std::mutex mutex_;
   std::condition_variable dns_wakeup_;
   bool stopping_ = false;
   std::thread dns_thread_;

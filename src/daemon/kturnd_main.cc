@@ -1,32 +1,81 @@
 // kturnd: the kturn data plane. Usage mirrors stunnerd:
 //   kturnd                                    embedded default config (loopback, ephemeral auth)
 //   kturnd -c file:///etc/kturn/stunnerd.conf STUNner dataplane config file
+//   kturnd -w -c http://stunner-cds:13478     configs pushed by a config discovery server
 //   kturnd turn://user:pass@127.0.0.1:3478    one-shot config from a TURN URI
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/log.h"
 #include "daemon/daemon.h"
 #include "daemon/ice_server.h"
 
+namespace {
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
+// stunnerd also takes a bare "IP:port" as a CDS server; anything else without a scheme is a path.
+std::string normalizeOrigin(const std::string& origin) {
+  if (origin.empty() || origin.find("://") != std::string::npos) return origin;
+  const size_t colon = origin.rfind(':');
+  if (colon == std::string::npos || colon + 1 == origin.size() ||
+      origin.find('/') != std::string::npos) {
+    return origin;
+  }
+  for (size_t i = colon + 1; i < origin.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(origin[i]))) return origin;
+  }
+  return "http://" + origin;
+}
+
+// stunnerd's default CDS id: STUNNER_NAMESPACE/STUNNER_NAME when both are set, else
+// default/stunnerd-<hostname>.
+std::string defaultCdsId() {
+  const std::string ns = env("STUNNER_NAMESPACE");
+  const std::string name = env("STUNNER_NAME");
+  if (!ns.empty() && !name.empty()) return ns + "/" + name;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return "default/stunnerd-" + std::string(host);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"kturnd: Kubernetes-native TURN media gateway, STUNner-compatible data plane"};
   std::string origin;
   std::string turn_uri;
-  std::string log_spec = "all:INFO";
+  std::string log_spec;
+  std::string log_format = "text";
+  std::string id;
   size_t workers = 0;
   int64_t grace_seconds = 3600;
   bool force_ready = false;
   bool watch = false;
   kturn::daemon::SessionLogOptions session_log;
   app.add_option("-c,--config", origin,
-                 "config origin: file://PATH (or a path); empty for the embedded default");
+                 "config origin: file://PATH (or a path), or a config discovery server "
+                 "(http://, ws://, https://, wss://, or IP:port); default: $STUNNER_CONFIG_ORIGIN, "
+                 "else the embedded default config");
   app.add_option("uri", turn_uri, "TURN URI for a one-shot config, e.g. turn://u:p@127.0.0.1:3478");
-  app.add_option("-l,--log", log_spec, "log levels, e.g. all:INFO or all:WARN,turn:DEBUG");
+  app.add_option("-i,--id", id,
+                 "id at the config discovery server, <namespace>/<name> (default: "
+                 "$STUNNER_NAMESPACE/$STUNNER_NAME, else default/stunnerd-<hostname>)");
+  app.add_option("-l,--log", log_spec,
+                 "log levels, e.g. all:INFO or all:WARN,cds:DEBUG (default: the config's "
+                 "admin.loglevel, else all:INFO)");
+  app.add_option("--log-format", log_format, "log line format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--udp-thread-num,--workers", workers,
                  "worker threads, each with its own SO_REUSEPORT sockets (default: one per core)");
   app.add_option("--grace-period", grace_seconds,
@@ -34,15 +83,16 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--force-ready-status", force_ready,
                "keep /ready at 200 while terminating (stunnerd's flag)");
-  app.add_flag("-w,--watch", watch, "reload the config file when it changes (inotify)");
+  app.add_flag("-w,--watch", watch,
+               "apply config changes live: the file (inotify) or the discovery server's pushes");
   app.add_flag("--log-anonymize-client", session_log.anonymize_client,
                "session records keep only the client's /24 (IPv4) or /48 (IPv6)");
   app.add_flag("--log-hash-user", session_log.hash_user,
                "session records carry a keyed hash of the username, not the name");
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  if (auto ok = kturn::log::configure(log_spec); !ok) {
+  kturn::log::setup(*kturn::log::parseFormat(log_format));
+  if (auto ok = kturn::log::configure(log_spec.empty() ? "all:INFO" : log_spec); !ok) {
     std::fprintf(stderr, "kturnd: -l: %s\n", ok.error().message.c_str());
     return 2;
   }
@@ -50,6 +100,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kturnd: give either -c or a TURN URI, not both\n");
     return 2;
   }
+  if (origin.empty() && turn_uri.empty()) origin = env("STUNNER_CONFIG_ORIGIN");
+  origin = normalizeOrigin(origin);
 
   // Workers inherit this mask; the main thread takes the signals with sigwait().
   sigset_t set;
@@ -62,22 +114,30 @@ int main(int argc, char** argv) {
 
   kturn::daemon::Daemon::Options options;
   options.origin = turn_uri.empty() ? origin : turn_uri;
+  options.cds_id = id.empty() ? defaultCdsId() : id;
+  options.cds_node = env("STUNNER_NODENAME");
   options.workers = workers;
   options.grace_period = std::chrono::seconds(grace_seconds);
   options.force_ready = force_ready;
   options.watch = watch;
+  options.log_levels_from_config = log_spec.empty();
   options.session_log = session_log;
   kturn::daemon::Daemon daemon(options);
   if (auto started = daemon.start(); !started) {
     spdlog::critical("{}", started.error().message);
     return 1;
   }
-  spdlog::info("kturnd ready ({})", daemon.loaded().description);
-  const auto now = std::chrono::system_clock::now();
-  if (auto entry = kturn::daemon::iceServerEntry(daemon.config(), now)) {
-    std::printf("ICE server for clients (RTCPeerConnection iceServers entry):\n%s\n",
-                entry->c_str());
-    std::fflush(stdout);
+  const kturn::daemon::LoadedConfig loaded = daemon.loaded();
+  if (loaded.description.empty()) {
+    spdlog::info("kturnd started; not ready until the first config arrives");
+  } else {
+    spdlog::info("kturnd ready ({})", loaded.description);
+    const auto now = std::chrono::system_clock::now();
+    if (auto entry = kturn::daemon::iceServerEntry(loaded.config, now)) {
+      std::printf("ICE server for clients (RTCPeerConnection iceServers entry):\n%s\n",
+                  entry->c_str());
+      std::fflush(stdout);
+    }
   }
   daemon.waitForSignals();
   const auto stats = daemon.collectStats();

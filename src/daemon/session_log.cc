@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/crypto.h"
+#include "common/log.h"
 
 namespace kturn::daemon {
 
@@ -21,9 +22,7 @@ IpAddress anonymize(const IpAddress& ip) {
 }
 
 SessionLog::SessionLog(const SessionLogOptions& options, size_t worker_index)
-    : options_(options), worker_(worker_index) {
-  crypto::randomBytes(user_key_);
-}
+    : options_(options), worker_(worker_index), logger_(log::scope(log::kSessionScope)) {}
 
 std::string SessionLog::record(const turn::Allocation& a, turn::SessionEnd reason,
                                const turn::Now& now) const {
@@ -42,7 +41,7 @@ std::string SessionLog::record(const turn::Allocation& a, turn::SessionEnd reaso
   if (options_.anonymize_client) client = {anonymize(client.ip), 0};
   j["client"] = options_.anonymize_client ? client.ip.toString() : client.toString();
   if (options_.hash_user) {
-    const auto mac = crypto::hmacSha256(user_key_, {crypto::asBytes(a.username)});
+    const auto mac = crypto::hmacSha256(options_.user_key, {crypto::asBytes(a.username)});
     static const char* kHex = "0123456789abcdef";
     std::string hex;
     for (size_t i = 0; i < 8; ++i) {
@@ -71,7 +70,7 @@ std::string SessionLog::record(const turn::Allocation& a, turn::SessionEnd reaso
 void SessionLog::onAllocationEnd(const turn::Allocation& a, turn::SessionEnd reason,
                                  const turn::Now& now) {
   if (!options_.enabled) return;
-  spdlog::info("{}", record(a, reason, now));
+  logger_->info("{}", record(a, reason, now));
 }
 
 }  // namespace kturn::daemon

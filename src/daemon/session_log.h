@@ -3,7 +3,10 @@
 // bytes each way, duration, end reason. One line per allocation, never per packet.
 #pragma once
 
+#include <spdlog/logger.h>
+
 #include <array>
+#include <memory>
 #include <string>
 
 #include "daemon/dataplane.h"
@@ -15,6 +18,9 @@ struct SessionLogOptions {
   bool enabled = true;
   bool anonymize_client = false;  // IPv4 /24, IPv6 /48
   bool hash_user = false;         // keyed hash of the username instead of the name
+  // The hash key: one per process (every worker hashes a user alike), random unless given, so
+  // that records of one run can be correlated but names cannot be looked up by hashing guesses.
+  std::array<uint8_t, 32> user_key{};
 };
 
 class SessionLog : public turn::SessionObserver {
@@ -33,7 +39,7 @@ class SessionLog : public turn::SessionObserver {
   SessionLogOptions options_;
   size_t worker_;
   DataplanePtr dataplane_;
-  std::array<uint8_t, 32> user_key_{};
+  std::shared_ptr<spdlog::logger> logger_;
 };
 
 // 192.0.2.77 → 192.0.2.0; 2001:db8:1:2::5 → 2001:db8:1::.

@@ -1,5 +1,6 @@
 #include "daemon/worker.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 
 #include <chrono>
@@ -42,27 +43,19 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
 
 Worker::~Worker() { stop(); }
 
-Result<void> Worker::bindListeners() {
+Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int socket_buffer) {
   net::UdpSocketOptions opts;
   opts.reuse_port = true;
   opts.packet_info = true;
-  opts.recv_buffer = options_.socket_buffer;
-  opts.send_buffer = options_.socket_buffer;
-  for (const ListenerSpec& spec : dataplane_->listeners) {
-    auto socket = net::UdpSocket::bind(spec.address, opts);
-    if (!socket) {
-      return makeError(socket.error().code, "listener " + spec.name + " on " +
-                                                spec.address.toString() + ": " +
-                                                socket.error().message);
-    }
-    listeners_.push_back(Listener{spec.id, spec.address, std::move(*socket)});
+  opts.recv_buffer = socket_buffer;
+  opts.send_buffer = socket_buffer;
+  auto socket = net::UdpSocket::bind(spec.address, opts);
+  if (!socket) {
+    return makeError(
+        socket.error().code,
+        "listener " + spec.name + " on " + spec.address.toString() + ": " + socket.error().message);
   }
-  for (size_t i = 0; i < listeners_.size(); ++i) {
-    auto added = loop_.add(listeners_[i].socket.fd(), EPOLLIN,
-                           [this, i](uint32_t) { onListenerReadable(i); });
-    if (!added) return added;
-  }
-  return {};
+  return BoundListener{spec, std::move(*socket)};
 }
 
 void Worker::start() {
@@ -74,13 +67,44 @@ void Worker::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Worker::applyDataplane(DataplanePtr dataplane) {
-  post([this, dataplane = std::move(dataplane)]() mutable {
-    dataplane_ = dataplane;
+void Worker::reconfigure(DataplanePtr dataplane, std::vector<BoundListener> added,
+                         std::vector<turn::ListenerId> removed) {
+  // std::function needs a copyable callable; the sockets travel in a shared vector.
+  auto sockets = std::make_shared<std::vector<BoundListener>>(std::move(added));
+  post([this, dataplane = std::move(dataplane), sockets, removed = std::move(removed)]() mutable {
+    for (turn::ListenerId id : removed) removeListener(id);
+    for (BoundListener& bound : *sockets) addListener(std::move(bound));
+    dataplane_ = std::move(dataplane);
     relays_.setDataplane(dataplane_);
     session_log_.setDataplane(dataplane_);
     server_->applyConfig(dataplane_->turn);
   });
+}
+
+void Worker::addListener(BoundListener bound) {
+  auto listener = std::make_unique<Listener>(
+      Listener{bound.spec.id, bound.spec.address, std::move(bound.socket)});
+  const Listener* self = listener.get();
+  auto added =
+      loop_.add(self->socket.fd(), EPOLLIN, [this, self](uint32_t) { onListenerReadable(*self); });
+  if (!added) {
+    // epoll refusing a fresh socket means the process is out of memory or descriptors.
+    spdlog::error("worker {}: listener {}: {}", options_.index, bound.spec.name,
+                  added.error().message);
+    return;
+  }
+  listeners_.push_back(std::move(listener));
+}
+
+void Worker::removeListener(turn::ListenerId id) {
+  for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
+    if ((*it)->id != id) continue;
+    loop_.remove((*it)->socket.fd());
+    listeners_.erase(it);
+    break;
+  }
+  // Its clients can no longer reach their allocations: end them now rather than at expiry.
+  server_->closeListener(id, now());
 }
 
 void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
@@ -105,14 +129,13 @@ turn::Now Worker::now() const {
 }
 
 int Worker::listenerFd(turn::ListenerId id) const {
-  for (const Listener& l : listeners_) {
-    if (l.id == id) return l.socket.fd();
+  for (const auto& l : listeners_) {
+    if (l->id == id) return l->socket.fd();
   }
   return -1;
 }
 
-void Worker::onListenerReadable(size_t listener_index) {
-  const Listener& listener = listeners_[listener_index];
+void Worker::onListenerReadable(const Listener& listener) {
   for (int round = 0; round < kMaxBatchesPerEvent; ++round) {
     auto received = rx_.receive(listener.socket.fd());
     ++io_stats_.receive_syscalls;

@@ -65,15 +65,25 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Binds this worker's listener sockets; call before start(). Fails if a port is taken.
-  Result<void> bindListeners();
+  // A listener socket bound for this worker (SO_REUSEPORT, so every worker binds its own on the
+  // same address). Bound by the control thread before a config is committed, so that a port that
+  // is taken rejects the config instead of half-applying it.
+  struct BoundListener {
+    ListenerSpec spec;
+    net::UdpSocket socket;
+  };
+  static Result<BoundListener> bindListener(const ListenerSpec& spec, int socket_buffer);
+
   void start();
   void stop();  // any thread; joins
 
   // Runs `fn` on the worker's thread, with its TURN core and stats.
   void post(std::function<void()> fn) { loop_.post(std::move(fn)); }
-  // Swaps the configuration (posted to the worker's thread).
-  void applyDataplane(DataplanePtr dataplane);
+  // Applies a configuration on the worker's thread: stops serving the listeners in `removed`
+  // (ending the allocations made through them), starts serving `added`, then swaps in
+  // `dataplane`. Listeners in neither list, and their allocations, are untouched.
+  void reconfigure(DataplanePtr dataplane, std::vector<BoundListener> added,
+                   std::vector<turn::ListenerId> removed);
   // A copy of the worker's counters, taken on its thread; `done` runs there too.
   void collectStats(std::function<void(const WorkerStats&)> done);
 
@@ -84,7 +94,9 @@ class Worker {
     net::UdpSocket socket;
   };
 
-  void onListenerReadable(size_t listener_index);
+  void addListener(BoundListener bound);
+  void removeListener(turn::ListenerId id);
+  void onListenerReadable(const Listener& listener);
   void onRelayReadable(turn::AllocationId allocation, int fd);
   // Sends what the core produced for the current receive batch, then clears it.
   void flush();
@@ -101,7 +113,7 @@ class Worker {
   RelaySockets relays_;
   SessionLog session_log_;
   std::unique_ptr<turn::Server> server_;
-  std::vector<Listener> listeners_;
+  std::vector<std::unique_ptr<Listener>> listeners_;  // stable addresses for the callbacks
   net::UdpReceiveBatch rx_;
   net::UdpSendBatch tx_;
   turn::Actions actions_;

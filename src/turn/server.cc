@@ -81,6 +81,18 @@ void Server::applyConfig(ServerConfigPtr config) {
   ++epoch_;
 }
 
+void Server::closeListener(ListenerId listener, const Now& now) {
+  std::vector<AllocationId> doomed;
+  allocations_.forEach([&](const Allocation& a) {
+    if (a.listener == listener) doomed.push_back(a.id);
+  });
+  countFor(listener);
+  for (AllocationId id : doomed) {
+    ++cur_->allocations_closed;
+    deleteAllocation(*allocations_.find(id), SessionEnd::kListenerClosed, now);
+  }
+}
+
 void Server::onClientPacket(ListenerId listener, const FiveTuple& five_tuple,
                             std::span<const uint8_t> packet, const Now& now, Actions& out) {
   countFor(listener);

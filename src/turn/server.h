@@ -65,6 +65,10 @@ class Server {
   // peer against the new routes before it relays its next packet.
   void applyConfig(ServerConfigPtr config);
 
+  // Ends every allocation made through `listener` (session end kListenerClosed): called when
+  // the listener's socket goes away, since its clients can no longer reach them.
+  void closeListener(ListenerId listener, const Now& now);
+
   const ServerConfig& config() const { return *config_; }
   // Counters per listener, indexed by ListenerId (slot 0: peer packets for unknown allocations).
   const std::vector<ServerStats>& statsByListener() const { return stats_; }

@@ -12,12 +12,21 @@
 namespace kturn::turn {
 
 enum class SessionEnd : uint8_t {
-  kDeleted,  // Refresh with lifetime 0
-  kExpired,  // lifetime ran out
+  kDeleted,         // Refresh with lifetime 0
+  kExpired,         // lifetime ran out
+  kListenerClosed,  // its listener was removed from the config (or moved to another address)
 };
 
 constexpr std::string_view toString(SessionEnd e) {
-  return e == SessionEnd::kDeleted ? "deleted" : "expired";
+  switch (e) {
+    case SessionEnd::kDeleted:
+      return "deleted";
+    case SessionEnd::kExpired:
+      return "expired";
+    case SessionEnd::kListenerClosed:
+      return "listener-closed";
+  }
+  return "unknown";
 }
 
 class SessionObserver {

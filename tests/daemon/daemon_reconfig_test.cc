@@ -1,0 +1,130 @@
+// Live reconfiguration of a running daemon over real loopback sockets: listeners added, removed
+// and moved touch only themselves; a config that cannot be applied changes nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/daemon.h"
+#include "turn_test_client.h"
+
+namespace kturn::daemon {
+namespace {
+
+using testing::TurnTestClient;
+
+TransportAddress loopback(uint16_t port) { return {*IpAddress::parse("127.0.0.1"), port}; }
+
+class DaemonReconfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    port_a_ = testing::freeUdpPort();
+    port_b_ = testing::freeUdpPort();
+    ASSERT_NE(port_a_, 0);
+    ASSERT_NE(port_b_, 0);
+    path_ = std::filesystem::temp_directory_path() /
+            ("kturnd-reconfig-test-" + std::to_string(::getpid()) + ".yaml");
+    writeConfig({{"a", port_a_}});
+    Daemon::Options options;
+    options.origin = "file://" + path_.string();
+    options.workers = 2;
+    daemon_ = std::make_unique<Daemon>(options);
+    auto started = daemon_->start();
+    ASSERT_TRUE(started) << started.error().message;
+  }
+  void TearDown() override {
+    daemon_.reset();
+    std::filesystem::remove(path_);
+  }
+
+  void writeConfig(const std::vector<std::pair<std::string, uint16_t>>& listeners) {
+    std::ofstream out(path_);
+    out << "version: v1\n"
+           "admin: {name: t, healthcheck_endpoint: \"\"}\n"
+           "auth: {type: static, realm: kturn.test, credentials: {username: u, password: p}}\n"
+           "listeners:\n";
+    for (const auto& [name, port] : listeners) {
+      out << "  - {name: " << name << ", protocol: TURN-UDP, address: 127.0.0.1, port: " << port
+          << ", routes: [c]}\n";
+    }
+    out << "clusters: [{name: c, type: STATIC, endpoints: [127.0.0.1/32]}]\n";
+  }
+
+  TurnTestClient client(uint16_t port) { return TurnTestClient(loopback(port), "u", "p"); }
+
+  uint16_t port_a_ = 0;
+  uint16_t port_b_ = 0;
+  std::filesystem::path path_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+TEST_F(DaemonReconfigTest, AddingAListenerLeavesExistingAllocationsAlone) {
+  auto on_a = client(port_a_);
+  ASSERT_TRUE(on_a.allocate().success);
+  EXPECT_FALSE(client(port_b_).binding().answered);
+
+  writeConfig({{"a", port_a_}, {"b", port_b_}});
+  auto reloaded = daemon_->reload();
+  ASSERT_TRUE(reloaded) << reloaded.error().message;
+
+  EXPECT_TRUE(client(port_b_).binding().success);
+  EXPECT_TRUE(on_a.refresh(600).success) << "the allocation on the untouched listener is gone";
+  EXPECT_EQ(daemon_->collectStats().allocations, 1u);
+}
+
+TEST_F(DaemonReconfigTest, RemovingAListenerEndsOnlyItsAllocations) {
+  writeConfig({{"a", port_a_}, {"b", port_b_}});
+  ASSERT_TRUE(daemon_->reload());
+  auto on_a = client(port_a_);
+  auto on_b = client(port_b_);
+  ASSERT_TRUE(on_a.allocate().success);
+  ASSERT_TRUE(on_b.allocate().success);
+
+  writeConfig({{"b", port_b_}});
+  ASSERT_TRUE(daemon_->reload());
+
+  EXPECT_FALSE(client(port_a_).binding().answered) << "the removed listener still answers";
+  EXPECT_TRUE(on_b.refresh(600).success);
+  const WorkerStats stats = daemon_->collectStats();
+  EXPECT_EQ(stats.allocations, 1u);
+  EXPECT_EQ(stats.turn.allocations_closed, 1u);
+}
+
+TEST_F(DaemonReconfigTest, MovingAListenerRebindsIt) {
+  writeConfig({{"a", port_b_}});
+  ASSERT_TRUE(daemon_->reload());
+  EXPECT_TRUE(client(port_b_).binding().success);
+  EXPECT_FALSE(client(port_a_).binding().answered);
+}
+
+TEST_F(DaemonReconfigTest, ATakenPortRejectsTheWholeConfig) {
+  auto on_a = client(port_a_);
+  ASSERT_TRUE(on_a.allocate().success);
+  // Another process's socket (no SO_REUSEPORT) holds the port the new listener wants.
+  auto squatter = net::UdpSocket::bind(loopback(port_b_), {});
+  ASSERT_TRUE(squatter);
+
+  writeConfig({{"b", port_b_}});
+  auto reloaded = daemon_->reload();
+  ASSERT_FALSE(reloaded);
+  EXPECT_NE(reloaded.error().message.find("listener b"), std::string::npos)
+      << reloaded.error().message;
+
+  EXPECT_TRUE(on_a.refresh(600).success) << "the running config was not kept";
+  EXPECT_TRUE(client(port_a_).binding().success);
+  EXPECT_EQ(daemon_->loaded().config.listeners.size(), 1u);
+  EXPECT_EQ(daemon_->loaded().config.listeners[0].name, "a");
+}
+
+TEST_F(DaemonReconfigTest, AnInvalidConfigNamesTheFieldAndChangesNothing) {
+  auto on_a = client(port_a_);
+  ASSERT_TRUE(on_a.allocate().success);
+  std::ofstream(path_) << "version: v1\nadmin: {name: t}\nauth: {type: static}\n";
+  auto reloaded = daemon_->reload();
+  ASSERT_FALSE(reloaded);
+  EXPECT_NE(reloaded.error().message.find("auth"), std::string::npos) << reloaded.error().message;
+  EXPECT_TRUE(on_a.refresh(600).success);
+}
+
+}  // namespace
+}  // namespace kturn::daemon

@@ -90,9 +90,12 @@ class JsonFormatter final : public spdlog::formatter {
   }
 };
 
-// Writes to stdout through the formatter, at most kLinesPerSecond lines a second outside the
+// Writes to its file through the formatter, at most kLinesPerSecond lines a second outside the
 // session scope. spdlog calls sink_it_ under the base sink's mutex.
 class RateLimitedSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit RateLimitedSink(std::FILE* out) : out_(out) {}
+
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     const bool exempt =
@@ -116,16 +119,17 @@ class RateLimitedSink final : public spdlog::sinks::base_sink<std::mutex> {
     }
     write(msg);
   }
-  void flush_() override { std::fflush(stdout); }
+  void flush_() override { std::fflush(out_); }
 
  private:
   void write(const spdlog::details::log_msg& msg) {
     spdlog::memory_buf_t formatted;
     formatter_->format(msg, formatted);
-    std::fwrite(formatted.data(), 1, formatted.size(), stdout);
-    std::fflush(stdout);
+    std::fwrite(formatted.data(), 1, formatted.size(), out_);
+    std::fflush(out_);
   }
 
+  std::FILE* out_;
   std::chrono::seconds window_{0};
   size_t lines_ = 0;
   size_t suppressed_ = 0;
@@ -145,8 +149,8 @@ Result<Format> parseFormat(std::string_view text) {
                    "log format \"" + std::string(text) + "\" unknown (text or json)");
 }
 
-void setup(Format format) {
-  auto sink = std::make_shared<RateLimitedSink>();
+void setup(Format format, std::FILE* out) {
+  auto sink = std::make_shared<RateLimitedSink>(out);
   if (format == Format::kJson) {
     sink->set_formatter(std::make_unique<JsonFormatter>());
   } else {
@@ -154,7 +158,8 @@ void setup(Format format) {
   }
   sharedSink() = sink;
   auto logger = std::make_shared<spdlog::logger>(std::string(kDefaultScope), sink);
-  logger->set_level(spdlog::get_level());
+  const auto previous = spdlog::default_logger();
+  logger->set_level(previous ? previous->level() : spdlog::level::info);
   spdlog::set_default_logger(logger);
 }
 

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <memory>
 #include <string_view>
 
@@ -27,9 +28,9 @@ inline constexpr std::string_view kSessionScope = "session";
 // "text" or "json".
 Result<Format> parseFormat(std::string_view text);
 
-// Installs the sink and the default logger ("kturnd"). Call once, early in main(); before it,
-// spdlog's own default logger is used (tests rely on that).
-void setup(Format format);
+// Installs the sink, writing to `out`, and the default logger ("kturnd"). Call once, early in
+// main(); before it, spdlog's own default logger is used (tests rely on that).
+void setup(Format format, std::FILE* out = stdout);
 
 // The logger of one scope, created on first use with the default logger's sink and level.
 std::shared_ptr<spdlog::logger> scope(std::string_view name);

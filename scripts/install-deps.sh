@@ -15,6 +15,8 @@ packages=(
   coturn python3 python3-aioice python3-prometheus-client
   # bench/compare draws its saturation chart with matplotlib (Agg backend)
   python3-matplotlib
+  # tests/deploy reads the CRDs and manifests
+  python3-yaml
   # tools the tests use
   iproute2 procps
 )

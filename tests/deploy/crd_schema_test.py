@@ -1,0 +1,390 @@
+#!/usr/bin/python3
+"""deploy/crds/ against the Kubernetes CRD rules, STUNner's contract and every manifest we have.
+
+  * each file is one well-formed apiextensions.k8s.io/v1 CRD with a structural schema;
+  * group, names, scope, versions, status subresource and defaults are STUNner's;
+  * the schemas name every spec field kturn's operator reads (src/k8s readers);
+  * every stunner.l7mp.io object in tests/golden/*/input, deploy/examples and the seed
+    documents (tests/deploy/fixtures) validates, and the route statuses the renderer writes in
+    tests/golden/*/expected.yaml fit the status subresource;
+  * the validator itself rejects wrong enums, types, missing required fields and the like.
+
+  /usr/bin/python3 tests/deploy/crd_schema_test.py [-v]
+"""
+
+import copy
+import glob
+import os
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from openapi_subset import load_all, structural_problems, validate  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+GROUP = "stunner.l7mp.io"
+
+# STUNner's CRDs (stunner deploy/manifests/static/stunner-crd.yaml, operator config/crd/bases);
+# TCPRoute is kturn's, shaped like UDPRoute.
+STUNNER_NAMES = {
+    "GatewayConfig": {"scope": "Namespaced", "shortNames": ["gwconf"],
+                      "versions": ["v1", "v1alpha1"], "status": False},
+    "Dataplane": {"scope": "Cluster", "shortNames": ["dps"],
+                  "versions": ["v1", "v1alpha1"], "status": False},
+    "StaticService": {"scope": "Namespaced", "shortNames": ["ssvc"],
+                      "versions": ["v1", "v1alpha1"], "status": False},
+    "UDPRoute": {"scope": "Namespaced", "shortNames": [], "versions": ["v1"], "status": True},
+    "TCPRoute": {"scope": "Namespaced", "shortNames": [], "versions": ["v1"], "status": True},
+}
+
+# STUNner's v1 defaults and enums: (kind, path of the schema node) -> {keyword: value}.
+STUNNER_CONTRACT = {
+    ("GatewayConfig", "spec.dataplane"): {"default": "default"},
+    ("GatewayConfig", "spec.realm"): {"default": "stunner.l7mp.io"},
+    ("GatewayConfig", "spec.authType"): {"default": "plaintext"},
+    ("GatewayConfig", "spec.authRef.kind"): {"default": "Secret"},
+    ("GatewayConfig", "spec.authLifetime"): {"type": "integer"},
+    ("GatewayConfig", "spec.userQuota"): {"type": "integer"},
+    ("Dataplane", "spec.dataplaneResource"): {
+        "default": "Deployment", "enum": ["Deployment", "DaemonSet"]},
+    ("Dataplane", "spec.offloadEngine"): {"default": "None", "pattern": "^None|XDP|TC|Auto$"},
+    ("Dataplane", "spec.replicas"): {"type": "integer"},
+    ("UDPRoute", "spec.parentRefs[].group"): {"default": "gateway.networking.k8s.io"},
+    ("UDPRoute", "spec.parentRefs[].kind"): {"default": "Gateway"},
+    ("UDPRoute", "spec.rules[].backendRefs[].group"): {"default": ""},
+    ("UDPRoute", "spec.rules[].backendRefs[].kind"): {"default": "Service"},
+    ("UDPRoute", "spec.rules[].backendRefs[].endPort"): {"type": "integer"},
+}
+
+# STUNner's spec.authType pattern; kturn's admits the same strings plus "none" (its operator
+# renders auth type none from a GatewayConfig, STUNner's only from an authRef Secret).
+STUNNER_AUTH_TYPE_PATTERN = "^plaintext|static|longterm|ephemeral|timewindowed$"
+AUTH_TYPE_SAMPLES = ["plaintext", "static", "longterm", "ephemeral", "timewindowed", "none", "",
+                     "oauth", "None", "nonesuch", "static-x", "plaintext2", "my-timewindowed"]
+
+# The operator's readers: kind -> (source file, function) whose string literals name the fields
+# it looks up in the object.
+OPERATOR_READERS = {
+    "GatewayConfig": [("src/k8s/stunner_api.cc", "readGatewayConfig"),
+                      ("src/k8s/gateway_api.cc", "readSecretReference")],
+    "Dataplane": [("src/k8s/stunner_api.cc", "readDataplane")],
+    "StaticService": [("src/k8s/stunner_api.cc", "readStaticService")],
+    "UDPRoute": [("src/k8s/route.cc", "readRoute")],
+    "TCPRoute": [("src/k8s/route.cc", "readRoute")],
+}
+
+# Golden inputs written to be rejected by the operator, which the API server rejects already:
+# (file, kind, namespace/name) -> the field the CRD refuses.
+EXPECTED_INVALID = {
+    ("tests/golden/auth-static-inline/input/all.yaml", "GatewayConfig", "stunner/broken-config"):
+        "spec.authType",
+}
+
+
+def load_crds():
+    """kind -> CRD, from deploy/crds/*.yaml (one CRD per file)."""
+    crds = {}
+    for path in sorted(glob.glob(os.path.join(REPO, "deploy", "crds", "*.yaml"))):
+        docs = load_all(path)
+        assert len(docs) == 1, f"{path}: {len(docs)} documents, want exactly one CRD"
+        crds[docs[0]["spec"]["names"]["kind"]] = docs[0]
+    return crds
+
+
+CRDS = load_crds()
+
+
+def version_schema(kind, version):
+    for v in CRDS[kind]["spec"]["versions"]:
+        if v["name"] == version:
+            return v["schema"]["openAPIV3Schema"]
+    raise KeyError(f"{kind} has no version {version}")
+
+
+def schema_at(schema, path):
+    """The node at a dotted path; "name[]" steps into the items of an array."""
+    node = schema
+    for part in path.split("."):
+        node = node["properties"][part.removesuffix("[]")]
+        if part.endswith("[]"):
+            node = node["items"]
+    return node
+
+
+def without_descriptions(node):
+    if isinstance(node, dict):
+        return {k: without_descriptions(v) for k, v in node.items() if k != "description"}
+    if isinstance(node, list):
+        return [without_descriptions(v) for v in node]
+    return node
+
+
+def property_names(node):
+    """Every property name anywhere below a schema node."""
+    names = set()
+    for key, sub in node.get("properties", {}).items():
+        names |= {key} | property_names(sub)
+    for key in ("items", "additionalProperties"):
+        if isinstance(node.get(key), dict):
+            names |= property_names(node[key])
+    return names
+
+
+def read_field_names(source, function):
+    """The lowerCamel string literals (field names) in the body of a C++ function."""
+    with open(os.path.join(REPO, source), encoding="utf-8") as f:
+        text = f.read()
+    match = re.search(rf"^\w[^\n]*\b{function}\(.*?^}}$", text, re.S | re.M)
+    assert match, f"{source}: no function {function}"
+    return set(re.findall(r'"([a-z][A-Za-z]*)"', match.group(0))) - {"spec"}
+
+
+def stunner_objects(pattern):
+    """(file relative to the repo, object) of every stunner.l7mp.io object in matching files."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(REPO, pattern), recursive=True)):
+        for doc in load_all(path):
+            if doc.get("apiVersion", "").split("/")[0] == GROUP:
+                out.append((os.path.relpath(path, REPO), doc))
+    return out
+
+
+def object_errors(obj):
+    version = obj["apiVersion"].split("/")[1]
+    return validate(obj, version_schema(obj["kind"], version))
+
+
+def object_id(obj):
+    meta = obj.get("metadata", {})
+    return f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
+
+
+class CrdWellFormedTest(unittest.TestCase):
+    def test_one_crd_per_kind(self):
+        self.assertEqual(set(CRDS), set(STUNNER_NAMES))
+
+    def test_crd_envelope_and_names(self):
+        for kind, crd in CRDS.items():
+            with self.subTest(kind=kind):
+                self.assertEqual(crd["apiVersion"], "apiextensions.k8s.io/v1")
+                self.assertEqual(crd["kind"], "CustomResourceDefinition")
+                spec, names = crd["spec"], crd["spec"]["names"]
+                self.assertEqual(spec["group"], GROUP)
+                self.assertEqual(names["plural"], kind.lower() + "s")
+                self.assertEqual(names["singular"], kind.lower())
+                self.assertEqual(names["listKind"], kind + "List")
+                self.assertEqual(crd["metadata"]["name"], f"{names['plural']}.{GROUP}")
+
+    def test_versions_served_one_storage(self):
+        for kind, crd in CRDS.items():
+            with self.subTest(kind=kind):
+                versions = crd["spec"]["versions"]
+                names = [v["name"] for v in versions]
+                self.assertEqual(len(names), len(set(names)), "duplicate version names")
+                self.assertTrue(all(v["served"] for v in versions), "a version is not served")
+                self.assertEqual([v["name"] for v in versions if v["storage"]], ["v1"])
+
+    def test_schemas_structural(self):
+        for kind, crd in CRDS.items():
+            for v in crd["spec"]["versions"]:
+                with self.subTest(kind=kind, version=v["name"]):
+                    self.assertEqual(structural_problems(v["schema"]["openAPIV3Schema"]), [])
+
+    def test_status_subresource_has_status_schema(self):
+        for kind, crd in CRDS.items():
+            for v in crd["spec"]["versions"]:
+                if "status" in v.get("subresources", {}):
+                    with self.subTest(kind=kind, version=v["name"]):
+                        self.assertIn("status", v["schema"]["openAPIV3Schema"]["properties"])
+
+
+class StunnerCompatibilityTest(unittest.TestCase):
+    def test_names_scope_versions_status(self):
+        for kind, want in STUNNER_NAMES.items():
+            with self.subTest(kind=kind):
+                spec = CRDS[kind]["spec"]
+                self.assertEqual(spec["scope"], want["scope"])
+                self.assertEqual(spec["names"].get("shortNames", []), want["shortNames"])
+                self.assertEqual(spec["names"]["categories"], ["stunner"])
+                self.assertEqual([v["name"] for v in spec["versions"]], want["versions"])
+                v1 = spec["versions"][0]
+                self.assertEqual("status" in v1.get("subresources", {}), want["status"])
+
+    def test_defaults_enums_patterns(self):
+        for (kind, path), want in STUNNER_CONTRACT.items():
+            with self.subTest(kind=kind, path=path):
+                node = schema_at(version_schema(kind, "v1"), path)
+                self.assertEqual({k: node.get(k) for k in want}, want)
+
+    def test_auth_type_pattern_is_stunners_plus_none(self):
+        pattern = schema_at(version_schema("GatewayConfig", "v1"), "spec.authType")["pattern"]
+        for value in AUTH_TYPE_SAMPLES:
+            with self.subTest(authType=value):
+                want = bool(re.search(STUNNER_AUTH_TYPE_PATTERN, value)) or value == "none"
+                self.assertEqual(bool(re.search(pattern, value)), want)
+
+    def test_tcproute_is_shaped_like_udproute(self):
+        self.assertEqual(without_descriptions(version_schema("TCPRoute", "v1")["properties"]),
+                         without_descriptions(version_schema("UDPRoute", "v1")["properties"]))
+
+    def test_schemas_cover_fields_the_operator_reads(self):
+        for kind, readers in OPERATOR_READERS.items():
+            known = property_names(schema_at(version_schema(kind, "v1"), "spec"))
+            for source, function in readers:
+                with self.subTest(kind=kind, reader=function):
+                    self.assertEqual(read_field_names(source, function) - known, set())
+
+
+class ManifestsValidateTest(unittest.TestCase):
+    def assert_all_valid(self, objects):
+        self.assertTrue(objects, "no stunner.l7mp.io objects found")
+        for path, obj in objects:
+            key = (path, obj["kind"], object_id(obj))
+            with self.subTest(file=path, kind=obj["kind"], name=object_id(obj)):
+                errors = object_errors(obj)
+                if key in EXPECTED_INVALID:
+                    self.assertTrue(any(e.startswith(EXPECTED_INVALID[key]) for e in errors),
+                                    f"expected a rejection of {EXPECTED_INVALID[key]}: {errors}")
+                else:
+                    self.assertEqual(errors, [])
+
+    def test_golden_inputs(self):
+        self.assert_all_valid(stunner_objects("tests/golden/**/input/*.yaml"))
+
+    def test_examples(self):
+        self.assert_all_valid(stunner_objects("deploy/examples/**/*.yaml"))
+
+    def test_seed_manifests(self):
+        objects = stunner_objects("tests/deploy/fixtures/seed-manifests.yaml")
+        self.assertEqual(sorted(o["kind"] for _, o in objects),
+                         ["GatewayConfig", "TCPRoute", "UDPRoute"])
+        self.assert_all_valid(objects)
+
+    def test_expected_invalid_inputs_exist(self):
+        found = {(p, o["kind"], object_id(o))
+                 for p, o in stunner_objects("tests/golden/**/input/*.yaml")}
+        self.assertEqual(set(EXPECTED_INVALID) - found, set())
+
+    def test_rendered_route_statuses(self):
+        statuses = [(p, o) for p, o in stunner_objects("tests/golden/**/expected.yaml")
+                    if "status" in o]
+        self.assertTrue(statuses, "no stunner.l7mp.io statuses in the golden outputs")
+        for path, obj in statuses:
+            with self.subTest(file=path, kind=obj["kind"], name=object_id(obj)):
+                schema = schema_at(version_schema(obj["kind"], "v1"), "status")
+                self.assertEqual(validate(obj["status"], schema, "status", root=False), [])
+
+
+def udp_route():
+    return {
+        "apiVersion": "stunner.l7mp.io/v1", "kind": "UDPRoute",
+        "metadata": {"name": "r", "namespace": "ns"},
+        "spec": {"parentRefs": [{"name": "gw"}],
+                 "rules": [{"backendRefs": [{"name": "media", "port": 10000,
+                                             "endPort": 20000}]}]},
+    }
+
+
+def dataplane():
+    return {
+        "apiVersion": "stunner.l7mp.io/v1", "kind": "Dataplane", "metadata": {"name": "default"},
+        "spec": {"image": "kturnd:latest", "resources": {"limits": {"cpu": 2, "memory": "1Gi"}},
+                 "affinity": {"nodeAffinity": {"anything": ["kept"]}}},
+    }
+
+
+def gateway_config():
+    return {
+        "apiVersion": "stunner.l7mp.io/v1", "kind": "GatewayConfig",
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {"authType": "ephemeral", "sharedSecret": "s", "userQuota": 5,
+                 "loadBalancerServiceAnnotations": {"a": "b"}},
+    }
+
+
+def mutated(make, change):
+    obj = copy.deepcopy(make())
+    change(obj)
+    return obj
+
+
+def set_path(obj, path, value):
+    *parents, last = path
+    for key in parents:
+        obj = obj[key]
+    obj[last] = value
+
+
+def delete_path(obj, path):
+    *parents, last = path
+    for key in parents:
+        obj = obj[key]
+    del obj[last]
+
+
+BACKEND = ("spec", "rules", 0, "backendRefs", 0)
+
+# name -> (object, the start of the error the validator must report)
+INVALID_OBJECTS = {
+    "wrong enum": (mutated(dataplane, lambda o: set_path(
+        o, ("spec", "dataplaneResource"), "StatefulSet")), "spec.dataplaneResource"),
+    "wrong type (string for integer)": (mutated(udp_route, lambda o: set_path(
+        o, BACKEND + ("port",), "10000")), "spec.rules[0].backendRefs[0].port"),
+    "wrong type (bool for integer)": (mutated(gateway_config, lambda o: set_path(
+        o, ("spec", "userQuota"), True)), "spec.userQuota"),
+    "missing required field": (mutated(udp_route, lambda o: delete_path(
+        o, BACKEND + ("name",))), "spec.rules[0].backendRefs[0].name"),
+    "missing required spec": (mutated(udp_route, lambda o: delete_path(o, ("spec",))), "spec"),
+    "unknown field": (mutated(gateway_config, lambda o: set_path(
+        o, ("spec", "authtype"), "static")), "spec.authtype"),
+    "pattern": (mutated(gateway_config, lambda o: set_path(
+        o, ("spec", "authType"), "oauth")), "spec.authType"),
+    "maximum": (mutated(udp_route, lambda o: set_path(
+        o, BACKEND + ("endPort",), 70000)), "spec.rules[0].backendRefs[0].endPort"),
+    "minItems": (mutated(udp_route, lambda o: set_path(o, ("spec", "rules"), [])),
+                 "spec.rules"),
+    "map value type": (mutated(gateway_config, lambda o: set_path(
+        o, ("spec", "loadBalancerServiceAnnotations", "a"), 1)),
+        "spec.loadBalancerServiceAnnotations.a"),
+    "int-or-string": (mutated(dataplane, lambda o: set_path(
+        o, ("spec", "resources", "limits", "cpu"), True)), "spec.resources.limits.cpu"),
+    "quantity pattern": (mutated(dataplane, lambda o: set_path(
+        o, ("spec", "resources", "limits", "cpu"), "two")), "spec.resources.limits.cpu"),
+    "v1 field in v1alpha1": (mutated(gateway_config, lambda o: set_path(
+        o, ("apiVersion",), "stunner.l7mp.io/v1alpha1")), "spec.userQuota"),
+}
+
+
+class ValidatorTest(unittest.TestCase):
+    def test_valid_objects_pass(self):
+        for make in (udp_route, dataplane, gateway_config):
+            with self.subTest(kind=make.__name__):
+                self.assertEqual(object_errors(make()), [])
+
+    def test_invalid_objects_are_rejected(self):
+        for name, (obj, path) in INVALID_OBJECTS.items():
+            with self.subTest(case=name):
+                errors = object_errors(obj)
+                self.assertTrue(any(e.startswith(path + ":") for e in errors),
+                                f"want an error at {path}, got {errors}")
+
+    def test_null_of_optional_field_is_pruned(self):
+        obj = mutated(udp_route, lambda o: set_path(o, ("spec", "parentRefs"), None))
+        self.assertEqual(object_errors(obj), [])
+
+    def test_structural_problems_are_found(self):
+        bad = {"type": "object", "properties": {
+            "untyped": {"description": "no type"},
+            "both": {"type": "object", "properties": {"a": {"type": "string"}},
+                     "additionalProperties": {"type": "string"}},
+            "cel": {"type": "string", "x-kubernetes-validations": [{"rule": "self != ''"}]},
+            "bad-default": {"type": "integer", "default": "one"},
+        }}
+        problems = "\n".join(structural_problems(bad))
+        for field in ("untyped", "both", "cel", "bad-default"):
+            self.assertIn(f"<root>.{field}", problems)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -42,7 +42,16 @@ inline constexpr std::string_view kBadIntegrity = "bad_integrity";  // wrong pas
 inline constexpr std::string_view kStaleNonce = "stale_nonce";
 inline constexpr std::string_view kExpiredCredential = "expired_credential";  // ephemeral auth
 inline constexpr std::string_view kWrongRealm = "wrong_realm";
+// Dropped unanswered: the source failed too often (a 401 flood, admin.auth throttle).
+inline constexpr std::string_view kThrottled = "throttled";
 }  // namespace auth_reason
+
+// reason values of kAllocationsEndedTotal.
+namespace end_reason {
+inline constexpr std::string_view kDeleted = "deleted";  // Refresh with lifetime 0
+inline constexpr std::string_view kExpired = "expired";
+inline constexpr std::string_view kListenerClosed = "listener_closed";  // removed by a config
+}  // namespace end_reason
 
 // reason values of kDropsTotal: packets kturn received and did not relay.
 namespace drop_reason {
@@ -75,6 +84,13 @@ inline constexpr MetricSpec kAllocationsExpiredTotal{
     .help = "Number of TURN allocations that ended because their lifetime ran out",
     .type = MetricType::kCounter,
     .label_names = kListener,
+};
+
+inline constexpr MetricSpec kAllocationsEndedTotal{
+    .name = "kturn_allocations_ended_total",
+    .help = "Number of TURN allocations that ended, by reason",
+    .type = MetricType::kCounter,
+    .label_names = kListenerReason,
 };
 
 inline constexpr MetricSpec kAllocationsRejectedTotal{
@@ -124,14 +140,11 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 8> kAllSeries{
-    &kAllocationsCreatedTotal,
-    &kAllocationsExpiredTotal,
-    &kAllocationsRejectedTotal,
-    &kAuthFailuresTotal,
-    &kRelayedBytesTotal,
-    &kRelayedPacketsTotal,
-    &kDropsTotal,
+inline constexpr std::array<const MetricSpec*, 9> kAllSeries{
+    &kAllocationsCreatedTotal, &kAllocationsExpiredTotal,
+    &kAllocationsEndedTotal,   &kAllocationsRejectedTotal,
+    &kAuthFailuresTotal,       &kRelayedBytesTotal,
+    &kRelayedPacketsTotal,     &kDropsTotal,
     &kRequestDurationSeconds,
 };
 

@@ -385,12 +385,15 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
                  workers_.size());
   }
   const bool first = loaded_.description.empty();
+  const std::string previous_levels = loaded_.config.admin.loglevel;
   dataplane_ = next;
   loaded_ = std::move(loaded);
   const config::Admin admin = loaded_.config.admin;
-  if (options_.log_levels_from_config && !admin.loglevel.empty()) {
+  if (options_.log_levels_from_config && admin.loglevel != previous_levels) {
     if (auto levels = log::configure(admin.loglevel); !levels) {
       spdlog::warn("admin.loglevel: {}; log levels unchanged", levels.error().message);
+    } else {
+      spdlog::info("log levels: {}", admin.loglevel);
     }
   }
   spdlog::info("config {} from {}", first ? "loaded" : "applied", loaded_.description);
@@ -451,6 +454,7 @@ WorkerStats Daemon::collectStats() {
     total.send_dropped += s.send_dropped;
     total.send_syscalls += s.send_syscalls;
     total.receive_syscalls += s.receive_syscalls;
+    total.request_times += s.request_times;
   }
   return total;
 }

@@ -1,5 +1,6 @@
 #include "daemon/metrics.h"
 
+#include <array>
 #include <string>
 
 #include "admin/kturn_metrics.h"
@@ -39,6 +40,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   auto bytes = admin::familyOf(st::kListenerBytesTotal);
   auto created = admin::familyOf(ks::kAllocationsCreatedTotal);
   auto expired = admin::familyOf(ks::kAllocationsExpiredTotal);
+  auto ended = admin::familyOf(ks::kAllocationsEndedTotal);
   auto rejected = admin::familyOf(ks::kAllocationsRejectedTotal);
   auto auth = admin::familyOf(ks::kAuthFailuresTotal);
   auto relayed_packets = admin::familyOf(ks::kRelayedPacketsTotal);
@@ -67,6 +69,12 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     };
     created.samples.push_back({listener(), static_cast<double>(s.allocations_created)});
     expired.samples.push_back({listener(), static_cast<double>(s.allocations_expired)});
+    for (const auto& [reason, value] :
+         {std::pair{ks::end_reason::kDeleted, s.allocations_deleted},
+          std::pair{ks::end_reason::kExpired, s.allocations_expired},
+          std::pair{ks::end_reason::kListenerClosed, s.allocations_closed}}) {
+      ended.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
+    }
     rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kQuotaReached),
                                 static_cast<double>(s.allocations_rejected_quota)});
     rejected.samples.push_back(
@@ -82,6 +90,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                             static_cast<double>(s.auth_stale_nonce)});
     auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kExpiredCredential),
                             static_cast<double>(s.auth_expired)});
+    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kThrottled),
+                            static_cast<double>(s.auth_throttled)});
     relayed_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionRx),
                                        static_cast<double>(s.client_packets_relayed)});
     relayed_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
@@ -99,8 +109,23 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
       drops.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
     }
   }
-  for (auto* f : {&packets, &bytes, &created, &expired, &rejected, &auth, &relayed_packets,
-                  &relayed_bytes, &drops}) {
+  auto durations = admin::familyOf(ks::kRequestDurationSeconds);
+  const RequestTimes& times = stats.request_times;
+  static constexpr std::array<std::string_view, RequestTimes::kMethods.size()> kMethodNames{
+      ks::method::kBinding, ks::method::kAllocate, ks::method::kRefresh,
+      ks::method::kCreatePermission, ks::method::kChannelBind};
+  for (size_t m = 0; m < kMethodNames.size(); ++m) {
+    admin::HistogramSample h;
+    h.labels = labels({{ks::kLabelMethod, kMethodNames[m]}});
+    for (size_t b = 0; b < RequestTimes::kBounds.size(); ++b) {
+      h.buckets.push_back({RequestTimes::kBounds[b], times.counts[m][b]});
+    }
+    for (uint64_t c : times.counts[m]) h.count += c;
+    h.sum = times.seconds[m];
+    durations.histograms.push_back(std::move(h));
+  }
+  for (auto* f : {&packets, &bytes, &created, &expired, &ended, &rejected, &auth, &relayed_packets,
+                  &relayed_bytes, &drops, &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

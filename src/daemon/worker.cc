@@ -153,7 +153,16 @@ void Worker::onListenerReadable(const Listener& listener) {
       }
       FiveTuple tuple{TransportProtocol::kUdp, rx_.source(i), listener.address};
       if (const auto dst = rx_.destination(i)) tuple.server.ip = *dst;
-      server_->onClientPacket(listener.id, tuple, rx_.payload(i), t, actions_);
+      const auto payload = rx_.payload(i);
+      // Time requests (STUN, RFC 7983 first byte 0-3), never relayed data.
+      const bool stun = !payload.empty() && payload[0] < 4;
+      const auto started =
+          stun ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      server_->onClientPacket(listener.id, tuple, payload, t, actions_);
+      if (stun) {
+        io_stats_.request_times.record(server_->lastRequestMethod(),
+                                       std::chrono::steady_clock::now() - started);
+      }
       if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
     }
     flush();

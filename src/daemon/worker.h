@@ -13,6 +13,7 @@
 
 #include "daemon/dataplane.h"
 #include "daemon/relay_sockets.h"
+#include "daemon/request_times.h"
 #include "daemon/session_log.h"
 #include "net/event_loop.h"
 #include "net/udp_receive_batch.h"
@@ -48,6 +49,7 @@ struct WorkerStats {
   uint64_t send_dropped = 0;
   uint64_t send_syscalls = 0;
   uint64_t receive_syscalls = 0;
+  RequestTimes request_times;
 };
 
 class Worker {

@@ -96,6 +96,7 @@ void Server::closeListener(ListenerId listener, const Now& now) {
 void Server::onClientPacket(ListenerId listener, const FiveTuple& five_tuple,
                             std::span<const uint8_t> packet, const Now& now, Actions& out) {
   countFor(listener);
+  last_request_method_ = 0;
   if (packet.empty()) {
     ++cur_->drop_malformed;
     return;
@@ -134,6 +135,7 @@ void Server::onStun(ListenerId listener, const FiveTuple& five_tuple,
     ++cur_->drop_ignored;  // responses: the server sends no requests over UDP
     return;
   }
+  last_request_method_ = static_cast<uint16_t>(m.method());
   Request req{listener, five_tuple, m, now, out, nullptr, {}};
   switch (m.method()) {
     case stun::Method::kBinding:

@@ -69,6 +69,10 @@ class Server {
   // the listener's socket goes away, since its clients can no longer reach them.
   void closeListener(ListenerId listener, const Now& now);
 
+  // The method of the request the last onClientPacket() answered or refused (0 if the packet
+  // was not a request): the daemon times request handling per method with it.
+  uint16_t lastRequestMethod() const { return last_request_method_; }
+
   const ServerConfig& config() const { return *config_; }
   // Counters per listener, indexed by ListenerId (slot 0: peer packets for unknown allocations).
   const std::vector<ServerStats>& statsByListener() const { return stats_; }
@@ -149,6 +153,7 @@ class Server {
 
   std::vector<ServerStats> stats_;
   ServerStats* cur_ = nullptr;
+  uint16_t last_request_method_ = 0;
 };
 
 }  // namespace kturn::turn

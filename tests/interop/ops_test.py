@@ -9,14 +9,23 @@
   --case watch    the same, kturnd -w noticing the file replaced (inotify), no signal.
   --case drain    SIGTERM during traffic: /ready answers 503 at once, the running uclient
                   session completes with zero loss, kturnd exits 0 once its allocations end.
+  --case reconfig while uclient relays, kturnd -w applies one change after another — routes,
+                  cluster endpoints, credentials, realm, log level, a listener added and
+                  removed — each checked to be in force; zero packets lost.
+  --case authflood one loopback address floods Allocates with a wrong password while
+                  well-behaved clients allocate and relay: none of them fails, the flood is
+                  throttled (counted in /metrics, few answers drawn).
 
   /usr/bin/python3 ops_test.py --server kturnd --kturnd build/kturnd --case drain
 """
 
 import argparse
+import copy
 import os
 import signal
+import socket
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -40,12 +49,24 @@ def uclient_argv(server, peer_port: int, clients: int, messages: int, interval_m
             "-z", str(interval_ms), "-c", "-u", h.STATIC_USER, "-w", h.STATIC_PASS, h.LOOPBACK]
 
 
-def start_kturnd(args, workdir, extra_admin, extra_args=()):
+def start_kturnd(args, workdir, extra_admin, extra_args=(), loglevel="all:INFO"):
     settings = h.ServerSettings(auth="static")
     config = h.KturndServer.config_for(settings)
     config["admin"].update(extra_admin)
     return h.KturndServer(args.kturnd, config, workdir=workdir, settings=settings,
-                          loglevel="all:INFO", extra_args=extra_args)
+                          loglevel=loglevel, extra_args=extra_args)
+
+
+def metric_samples(port: int):
+    """{(name, sorted label items): value} from /metrics, parsed by prometheus_client."""
+    from prometheus_client.parser import text_string_to_metric_families
+    status, text = http_get(port, "/metrics")
+    h.check(status == 200, f"/metrics answered {status}")
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
 
 
 def run_uclient(workdir, argv, timeout=60.0):
@@ -96,6 +117,13 @@ def case_metrics(args, workdir):
         h.check(created == 10, f"kturn_allocations_created_total is {created}, want 2 x 5")
         active = value("stunner_allocations_active")
         h.check(active == 5, f"stunner_allocations_active is {active}, want 5")
+        deleted = value("kturn_allocations_ended_total", listener="udp", reason="deleted")
+        h.check(deleted == 5, f"kturn_allocations_ended_total{{reason=deleted}} is {deleted}")
+        # Every Allocate was timed: 10 challenged (401) and 10 granted.
+        timed = value("kturn_request_duration_seconds_count", method="allocate")
+        h.check(timed == 20, f"kturn_request_duration_seconds_count{{allocate}} is {timed}")
+        h.check(value("kturn_request_duration_seconds_bucket", method="allocate", le="+Inf")
+                == timed, "the +Inf bucket differs from the count")
         print(f"metrics: relayed rx={relayed_rx} tx={relayed_tx}, listener rx={listener_rx} "
               f"tx={listener_tx}")
 
@@ -193,14 +221,189 @@ def case_drain(args, workdir):
         print("drain: served until the last allocation ended, then exited 0")
 
 
+def replace_config(path: str, config: dict) -> None:
+    """Writes a config the way ConfigMap updates and editors do: a new file renamed over."""
+    with open(path + ".new", "w") as f:
+        f.write(h.to_yaml(config) + "\n")
+    os.rename(path + ".new", path)
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        h.check(time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def case_reconfig(args, workdir):
+    # No -l: the config's admin.loglevel is in force and follows config changes.
+    with start_kturnd(args, workdir, {}, ["-w"], loglevel="") as s:
+        _, peer_port = h.start_udp_echo_peer(workdir)
+        extra_port = h.free_port(udp_only=True)
+        config = copy.deepcopy(s.config)
+        user, password = s.settings.credentials()
+        new_password = password + "-rotated"
+        new_realm = "rotated." + s.settings.realm
+
+        def applied_count():
+            return s.proc.output().count("config applied from")
+
+        def no_answer(port):
+            return h.stun_binding_probe((h.LOOPBACK, port), timeout=0.3) is None
+
+        def check_new_credentials():
+            with h.TurnClient(s.address, user, new_password) as c:
+                c.allocate()
+                h.check(c.realm == config["auth"]["realm"],
+                        f"new clients see realm {c.realm}, want {config['auth']['realm']}")
+                c.refresh(0)
+            with h.TurnClient(s.address, user, password) as c:
+                resp = c.request(h.ALLOCATE, lambda m: m.add(h.A_REQUESTED_TRANSPORT,
+                                                               bytes([17, 0, 0, 0])))
+                h.check((resp.error_code() or (0,))[0] == 401,
+                        f"the old password still allocates: {resp.describe()}")
+
+        steps = [
+            ("routes", lambda c: (c["clusters"].append(
+                {"name": "more", "type": "STATIC", "endpoints": ["127.0.0.2/32"]}),
+                c["listeners"][0]["routes"].append("more")), None),
+            ("endpoints", lambda c: c["clusters"][0]["endpoints"].append("127.0.0.3/32"), None),
+            ("credentials", lambda c: c["auth"]["credentials"].update(password=new_password),
+             check_new_credentials),
+            ("realm", lambda c: c["auth"].update(realm=new_realm), check_new_credentials),
+            ("log level", lambda c: c["admin"].update(loglevel="all:DEBUG"),
+             lambda: h.check("log levels: all:DEBUG" in s.proc.output(),
+                             "the new log level was not applied")),
+            ("add listener", lambda c: c["listeners"].append(
+                {"name": "extra", "protocol": "TURN-UDP", "address": h.LOOPBACK,
+                 "port": extra_port, "routes": ["allowed"]}),
+             lambda: h.check(not no_answer(extra_port), "the added listener does not answer")),
+            ("remove listener", lambda c: c["listeners"].pop(),
+             lambda: wait_for(lambda: no_answer(extra_port), 3, "the removed listener to close")),
+        ]
+        # 10 clients x 400 messages every 20 ms: 8 s of traffic; the changes start after 1.5 s.
+        proc = h.Proc("turnutils_uclient", uclient_argv(s, peer_port, 10, 400, 20), workdir)
+        h.register_log(proc.log_path)
+        proc.start()
+        time.sleep(1.5)
+        for name, change, verify in steps:
+            before = applied_count()
+            change(config)
+            replace_config(s.config_path, config)
+            wait_for(lambda: applied_count() > before, 5, f"kturnd to apply the {name} change")
+            if verify:
+                verify()
+            h.check(proc.running(), f"uclient finished before the {name} change: make it longer")
+            print(f"applied during traffic: {name}")
+            time.sleep(0.3)
+        rc = proc.wait(timeout=60)
+        h.check(rc == 0, f"uclient failed (rc={rc})")
+        summary = uclient_test.parse_summary(proc.output())
+        h.check(summary["sent"] == 4000 and summary["recv"] == 4000 and summary["lost"] == 0,
+                f"packets lost across live config changes: {summary}")
+        s.check_alive()
+        print(f"reconfig: {len(steps)} changes, {summary['recv']}/{summary['sent']} echoed")
+
+
+def flood(server, stop, stats, source="127.0.0.7", rate=4000, max_packets=40000):
+    """Allocate requests with a wrong password from one address, paced, bounded."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind((source, 0))
+    sock.setblocking(False)
+    probe = h.StunMessage(h.ALLOCATE, h.REQUEST)
+    probe.add(h.A_REQUESTED_TRANSPORT, bytes([17, 0, 0, 0]))
+    sock.sendto(probe.encode(), server)
+    realm, nonce = None, None
+    deadline = time.monotonic() + 2
+    while nonce is None and time.monotonic() < deadline:
+        try:
+            resp = h.StunMessage.decode(sock.recv(2048))
+        except BlockingIOError:
+            time.sleep(0.01)
+            continue
+        if resp is not None and resp.has(h.A_NONCE):
+            realm, nonce = resp.get_str(h.A_REALM), resp.get(h.A_NONCE)
+    h.check(nonce is not None, "the flooder got no 401 challenge")
+    wrong_key = h.long_term_key(h.STATIC_USER, realm, "not-the-password")
+    start = time.monotonic()
+    while not stop.is_set() and stats["sent"] < max_packets:
+        m = h.StunMessage(h.ALLOCATE, h.REQUEST)
+        m.add(h.A_REQUESTED_TRANSPORT, bytes([17, 0, 0, 0]))
+        m.add_str(h.A_USERNAME, h.STATIC_USER)
+        m.add_str(h.A_REALM, realm)
+        m.add(h.A_NONCE, nonce)
+        sock.sendto(m.encode(key=wrong_key), server)
+        stats["sent"] += 1
+        try:
+            while True:
+                sock.recv(2048)
+                stats["answers"] += 1
+        except BlockingIOError:
+            pass
+        ahead = stats["sent"] / rate - (time.monotonic() - start)
+        if ahead > 0:
+            time.sleep(ahead)
+    sock.close()
+
+
+def case_authflood(args, workdir):
+    metrics = h.free_port()
+    with start_kturnd(args, workdir,
+                      {"metrics_endpoint": f"http://127.0.0.1:{metrics}/metrics"}) as s:
+        _, peer_port = h.start_udp_echo_peer(workdir)
+        user, password = s.settings.credentials()
+        stop = threading.Event()
+        stats = {"sent": 0, "answers": 0}
+        flooder = threading.Thread(target=flood, args=(s.address, stop, stats), daemon=True)
+        flooder.start()
+        try:
+            time.sleep(0.5)
+            relay = h.Proc("turnutils_uclient", uclient_argv(s, peer_port, 10, 150, 20), workdir)
+            h.register_log(relay.log_path)
+            relay.start()
+            failures, attempts = 0, 40
+            for _ in range(attempts):  # allocations from the well-behaved address
+                with h.TurnClient(s.address, user, password) as c:
+                    try:
+                        c.allocate()
+                        c.refresh(0)
+                    except h.TestFailure as e:
+                        failures += 1
+                        print(f"well-behaved allocation failed during the flood: {e}")
+            rc = relay.wait(timeout=60)
+        finally:
+            stop.set()
+            flooder.join(timeout=10)
+        summary = uclient_test.parse_summary(relay.output())
+        h.check(rc == 0 and summary["lost"] == 0 and summary["recv"] == 1500,
+                f"uclient suffered from the flood (rc={rc}): {summary}")
+        h.check(failures == 0, f"{failures}/{attempts} well-behaved allocations failed")
+        h.check(stats["sent"] >= 2000, f"the flooder sent only {stats['sent']} requests")
+        samples = metric_samples(metrics)
+        throttled = samples.get(("kturn_auth_failures_total",
+                                 (("listener", "udp"), ("reason", "throttled"))), 0)
+        bad = samples.get(("kturn_auth_failures_total",
+                           (("listener", "udp"), ("reason", "bad_integrity"))), 0)
+        h.check(throttled > 0, "no request counted as throttled")
+        h.check(throttled + bad >= stats["sent"] * 0.9,
+                f"flood of {stats['sent']} not accounted: throttled={throttled} bad={bad}")
+        # The flooder draws an answer for its first failures only, then silence.
+        h.check(stats["answers"] <= 100,
+                f"the flooder drew {stats['answers']} answers to {stats['sent']} requests")
+        print(f"authflood: {stats['sent']} bad requests ({stats['answers']} answered, "
+              f"{throttled:.0f} throttled); well-behaved: {attempts}/{attempts} allocations, "
+              f"{summary['recv']}/{summary['sent']} relayed")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_server_args(p)
-    p.add_argument("--case", choices=("metrics", "reload", "watch", "drain"), required=True)
+    p.add_argument("--case", required=True,
+                   choices=("metrics", "reload", "watch", "drain", "reconfig", "authflood"))
     args, _ = p.parse_known_args()
     cases = {"metrics": case_metrics, "reload": case_reload, "watch": case_watch,
-             "drain": case_drain}
+             "drain": case_drain, "reconfig": case_reconfig, "authflood": case_authflood}
     h.run_test(f"ops-{args.case}", lambda a, w: cases[a.case](a, w), p)
 
 

@@ -60,7 +60,8 @@ inline constexpr std::string_view kPeerNotAllowed = "peer_not_allowed";  // no r
 inline constexpr std::string_view kNoAllocation = "no_allocation";
 inline constexpr std::string_view kUnboundChannel = "unbound_channel";
 inline constexpr std::string_view kMalformed = "malformed";
-inline constexpr std::string_view kSendFailed = "send_failed";  // socket error, buffer full
+inline constexpr std::string_view kSendFailed = "send_failed";        // socket error, buffer full
+inline constexpr std::string_view kOverBandwidth = "over_bandwidth";  // admin.limits caps
 }  // namespace drop_reason
 
 // method values of kRequestDurationSeconds.

@@ -16,6 +16,20 @@ struct LicenseConfig {
   friend bool operator==(const LicenseConfig&, const LicenseConfig&) = default;
 };
 
+// Quotas and abuse limits: a kturn extension (STUNner has none of these). Absent in STUNner
+// configs, and then the defaults below apply. 0 means unlimited (or, for auth_failures, no
+// throttle).
+struct Limits {
+  int max_allocations = 0;       // allocations held by this kturnd; more are refused with 508
+  int allocation_kbps = 0;       // per allocation and direction; excess datagrams are dropped
+  int listener_kbps = 0;         // per listener and direction, all workers together
+  int auth_failures = 20;        // failed authentications per source address and window...
+  int auth_failure_window = 10;  // ...in seconds; then its requests are dropped unanswered
+  int nonce_lifetime = 600;      // seconds before a nonce is stale (438)
+
+  friend bool operator==(const Limits&, const Limits&) = default;
+};
+
 struct Admin {
   std::string name{};      // default "default-stunnerd"
   std::string loglevel{};  // default "all:INFO", e.g. "all:INFO,turn:DEBUG"
@@ -29,6 +43,7 @@ struct Admin {
   std::string offload_engine{};
   std::vector<std::string> offload_interfaces{};  // empty = all interfaces
   std::optional<LicenseConfig> license_config{};
+  std::optional<Limits> limits{};  // kturn extension
 
   friend bool operator==(const Admin&, const Admin&) = default;
 };

@@ -174,6 +174,22 @@ Result<void> readLicense(const Json& v, const Path& path, std::optional<LicenseC
   return {};
 }
 
+Result<void> readLimits(const Json& v, const Path& path, std::optional<Limits>& out) {
+  if (v.is_null()) return {};
+  Limits limits;
+  const Field fields[] = {
+      field("max_allocations", readInt, limits.max_allocations),
+      field("allocation_kbps", readInt, limits.allocation_kbps),
+      field("listener_kbps", readInt, limits.listener_kbps),
+      field("auth_failures", readInt, limits.auth_failures),
+      field("auth_failure_window", readInt, limits.auth_failure_window),
+      field("nonce_lifetime", readInt, limits.nonce_lifetime),
+  };
+  if (auto r = readObject(v, path, fields); !r) return r;
+  out = limits;
+  return {};
+}
+
 Result<void> readAdmin(const Json& v, const Path& path, Admin& a) {
   const Field fields[] = {
       field("name", readString, a.name),
@@ -184,6 +200,7 @@ Result<void> readAdmin(const Json& v, const Path& path, Admin& a) {
       field("offload_engine", readString, a.offload_engine),
       field("offload_interfaces", readStringList, a.offload_interfaces),
       field("license_config", readLicense, a.license_config),
+      field("limits", readLimits, a.limits),
   };
   return readObject(v, path, fields);
 }

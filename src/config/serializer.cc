@@ -31,6 +31,15 @@ Json adminJson(const Admin& a) {
   if (a.license_config) {
     out["license_config"] = Json{{"key", a.license_config->key}, {"hmac", a.license_config->hmac}};
   }
+  if (a.limits) {  // every field, so that a zero ("unlimited") survives the round trip
+    const Limits& l = *a.limits;
+    out["limits"] = Json{{"max_allocations", l.max_allocations},
+                         {"allocation_kbps", l.allocation_kbps},
+                         {"listener_kbps", l.listener_kbps},
+                         {"auth_failures", l.auth_failures},
+                         {"auth_failure_window", l.auth_failure_window},
+                         {"nonce_lifetime", l.nonce_lifetime}};
+  }
   return out;
 }
 

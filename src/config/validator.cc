@@ -58,6 +58,27 @@ Result<void> validateAdmin(Admin& a) {
                    "invalid URL " + quoteText(*a.healthcheck_endpoint));
   }
   if (a.user_quota < 0) a.user_quota = 0;  // stunnerd clamps rather than rejects
+  if (a.limits) {
+    const Limits& l = *a.limits;
+    for (const auto& [name, value] : {std::pair{"max_allocations", l.max_allocations},
+                                      {"allocation_kbps", l.allocation_kbps},
+                                      {"listener_kbps", l.listener_kbps},
+                                      {"auth_failures", l.auth_failures}}) {
+      if (value < 0) {
+        return invalid(std::string("admin.limits.") + name,
+                       "must not be negative (0: unlimited), got " + std::to_string(value));
+      }
+    }
+    if (l.auth_failure_window < 1 || l.auth_failure_window > 3600) {
+      return invalid("admin.limits.auth_failure_window",
+                     "want 1-3600 seconds, got " + std::to_string(l.auth_failure_window));
+    }
+    // RFC 8489 leaves the nonce lifetime to the server; below 30 s clients loop on 438.
+    if (l.nonce_lifetime < 30 || l.nonce_lifetime > 86400) {
+      return invalid("admin.limits.nonce_lifetime",
+                     "want 30-86400 seconds, got " + std::to_string(l.nonce_lifetime));
+    }
+  }
 
   if (a.offload_engine.empty()) a.offload_engine = kDefaultOffloadEngine;
   static constexpr std::string_view kEngines[] = {"None", "XDP", "TC", "Auto"};

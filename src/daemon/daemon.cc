@@ -48,6 +48,7 @@ std::vector<IpAddress> resolve(const std::string& host) {
 
 Daemon::Daemon(Options options) : options_(std::move(options)) {
   if (options_.workers == 0) options_.workers = std::max(1u, std::thread::hardware_concurrency());
+  builder_ = DataplaneBuilder(options_.workers);
   auto& key = options_.session_log.user_key;
   if (std::all_of(key.begin(), key.end(), [](uint8_t b) { return b == 0; })) {
     crypto::randomBytes(key);

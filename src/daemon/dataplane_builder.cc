@@ -44,6 +44,15 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   }
   turn_config->realm = config.auth.realm;
   turn_config->max_allocations_per_user = static_cast<uint32_t>(config.admin.user_quota);
+  const config::Limits limits = config.admin.limits.value_or(config::Limits{});
+  // A share per worker, rounded up so that a small limit still admits something everywhere.
+  const auto share = [this](uint64_t total) { return (total + workers_ - 1) / workers_; };
+  turn_config->max_allocations = static_cast<uint32_t>(share(limits.max_allocations));
+  turn_config->allocation_bytes_per_second = uint64_t(limits.allocation_kbps) * 1000 / 8;
+  turn_config->listener_bytes_per_second = share(uint64_t(limits.listener_kbps) * 1000 / 8);
+  turn_config->auth_failures_per_window = static_cast<uint32_t>(limits.auth_failures);
+  turn_config->auth_failure_window_seconds = limits.auth_failure_window;
+  turn_config->lifetimes.nonce = turn::Seconds(limits.nonce_lifetime);
 
   auto dataplane = std::make_shared<Dataplane>();
   for (size_t i = 0; i < config.listeners.size(); ++i) {

@@ -2,6 +2,7 @@
 // to bind and the TURN core's ServerConfig with each listener's peer allow-list.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,10 @@ using DnsCache = std::map<std::string, std::vector<IpAddress>>;
 
 class DataplaneBuilder {
  public:
+  // `workers`: how many TURN cores share the process-wide limits (admin.limits): each gets its
+  // share of max_allocations and listener_kbps.
+  explicit DataplaneBuilder(size_t workers = 1) : workers_(std::max<size_t>(1, workers)) {}
+
   // `config` must have passed config::validate().
   Result<DataplanePtr> build(const config::StunnerConfig& config, const DnsCache& dns);
 
@@ -26,6 +31,7 @@ class DataplaneBuilder {
  private:
   // Listener ids stay the same for a listener name across rebuilds.
   turn::ListenerId idFor(const std::string& name);
+  size_t workers_;
   std::map<std::string, turn::ListenerId> ids_;
   turn::ListenerId next_id_ = 1;
 };

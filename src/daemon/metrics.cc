@@ -105,7 +105,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
           std::pair{ks::drop_reason::kPeerNotAllowed, s.drop_peer_denied},
           std::pair{ks::drop_reason::kNoAllocation, s.drop_no_allocation},
           std::pair{ks::drop_reason::kUnboundChannel, s.drop_unknown_channel},
-          std::pair{ks::drop_reason::kMalformed, s.drop_malformed + s.drop_not_turn}}) {
+          std::pair{ks::drop_reason::kMalformed, s.drop_malformed + s.drop_not_turn},
+          std::pair{ks::drop_reason::kOverBandwidth, s.drop_over_bandwidth}}) {
       drops.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
     }
   }

@@ -11,6 +11,7 @@
 #include "stun/message.h"
 #include "turn/ids.h"
 #include "turn/time.h"
+#include "turn/token_bucket.h"
 
 namespace kturn::turn {
 
@@ -63,6 +64,9 @@ struct Allocation {
   uint64_t bytes_to_peers = 0;
   uint64_t packets_to_client = 0;
   uint64_t bytes_to_client = 0;
+  // Bandwidth caps (ServerConfig::allocation_bytes_per_second), one per direction.
+  TokenBucket budget_to_peers;
+  TokenBucket budget_to_client;
 
   // The timer wheel slot this allocation is armed at, in monotonic seconds.
   int64_t armed_at = 0;

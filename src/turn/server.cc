@@ -66,8 +66,27 @@ Server::Server(ServerConfigPtr config, RelayAllocator& relays, const Options& op
 }
 
 void Server::countFor(ListenerId listener) {
-  if (listener >= stats_.size()) stats_.resize(listener + 1);
+  if (listener >= stats_.size()) {
+    stats_.resize(listener + 1);
+    listener_budget_.resize(listener + 1);
+  }
   cur_ = &stats_[listener];
+}
+
+bool Server::underCaps(Allocation& a, bool to_peers, size_t bytes, MonoTime now) {
+  const ServerConfig& c = *config_;
+  if (c.allocation_bytes_per_second != 0 && !(to_peers ? a.budget_to_peers : a.budget_to_client)
+                                                 .take(bytes, now, c.allocation_bytes_per_second)) {
+    ++cur_->drop_over_bandwidth;
+    return false;
+  }
+  if (c.listener_bytes_per_second != 0 && a.listener < listener_budget_.size() &&
+      !listener_budget_[a.listener][to_peers ? 0 : 1].take(bytes, now,
+                                                           c.listener_bytes_per_second)) {
+    ++cur_->drop_over_bandwidth;
+    return false;
+  }
+  return true;
 }
 
 ServerStats Server::stats() const {

@@ -135,6 +135,8 @@ class Server {
   bool admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer);
   bool admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddress& ip);
   bool admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer);
+  // The bandwidth caps (allocation, then listener) for `bytes` relayed one way; counts a drop.
+  bool underCaps(Allocation& a, bool to_peers, size_t bytes, MonoTime now);
 
   stun::TransactionId nextTransactionId();
 
@@ -153,6 +155,8 @@ class Server {
 
   std::vector<ServerStats> stats_;
   ServerStats* cur_ = nullptr;
+  // Per listener id, like stats_: the listener's bandwidth budget {to peers, to clients}.
+  std::vector<std::array<TokenBucket, 2>> listener_budget_;
   uint16_t last_request_method_ = 0;
 };
 

@@ -79,7 +79,11 @@ struct ServerConfig {
   // 0 means unlimited. Per user counts allocations of one username (the user id part for
   // ephemeral credentials is not split out: each REST username is its own user, as in coturn).
   uint32_t max_allocations_per_user = 0;
-  uint32_t max_allocations = 0;
+  uint32_t max_allocations = 0;  // in this Server (one worker's share)
+  // Byte-rate caps per direction, 0 = none: each allocation, and each listener in this Server
+  // (one worker's share of the listener's cap). Datagrams over the cap are dropped and counted.
+  uint64_t allocation_bytes_per_second = 0;
+  uint64_t listener_bytes_per_second = 0;
   std::string software = "kturn";
   // Failed authentications allowed per source address and window before that address's
   // authenticated requests are dropped unanswered until the window ends.

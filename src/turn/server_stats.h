@@ -7,37 +7,38 @@
 
 namespace kturn::turn {
 
-#define KTURN_SERVER_COUNTERS(X)                                                          \
-  X(requests_binding, "Binding requests answered")                                        \
-  X(requests_allocate, "Allocate requests")                                               \
-  X(requests_refresh, "Refresh requests")                                                 \
-  X(requests_create_permission, "CreatePermission requests")                              \
-  X(requests_channel_bind, "ChannelBind requests")                                        \
-  X(error_responses, "error responses sent")                                              \
-  X(allocations_created, "allocations created")                                           \
-  X(allocations_deleted, "allocations deleted by Refresh with lifetime 0")                \
-  X(allocations_expired, "allocations that reached their lifetime")                       \
-  X(allocations_closed, "allocations ended because their listener was removed")           \
-  X(allocations_rejected_quota, "Allocate refused with 486 (per-user quota)")             \
-  X(allocations_rejected_capacity, "Allocate refused with 508 (no relay port or limit)")  \
-  X(auth_missing, "TURN requests without MESSAGE-INTEGRITY (401 challenge)")              \
-  X(auth_bad_integrity, "requests with a wrong MESSAGE-INTEGRITY")                        \
-  X(auth_unknown_user, "requests with an unknown or malformed username")                  \
-  X(auth_expired, "requests with an expired ephemeral username")                          \
-  X(auth_stale_nonce, "requests answered 438 Stale Nonce")                                \
-  X(auth_throttled, "requests dropped: too many failed authentications from the source")  \
-  X(permission_denied, "CreatePermission/ChannelBind refused with 403 (peer not routed)") \
-  X(client_packets_relayed, "packets relayed client to peer")                             \
-  X(client_bytes_relayed, "payload bytes relayed client to peer")                         \
-  X(peer_packets_relayed, "packets relayed peer to client")                               \
-  X(peer_bytes_relayed, "payload bytes relayed peer to client")                           \
-  X(drop_malformed, "datagrams dropped as malformed")                                     \
-  X(drop_not_turn, "datagrams that are neither STUN nor ChannelData")                     \
-  X(drop_no_allocation, "indications/ChannelData without an allocation")                  \
-  X(drop_no_permission, "packets to or from a peer without a permission")                 \
-  X(drop_peer_denied, "packets whose peer the current config no longer routes")           \
-  X(drop_unknown_channel, "ChannelData on an unbound channel")                            \
-  X(drop_no_buffer, "responses dropped for lack of output buffer")                        \
+#define KTURN_SERVER_COUNTERS(X)                                                             \
+  X(requests_binding, "Binding requests answered")                                           \
+  X(requests_allocate, "Allocate requests")                                                  \
+  X(requests_refresh, "Refresh requests")                                                    \
+  X(requests_create_permission, "CreatePermission requests")                                 \
+  X(requests_channel_bind, "ChannelBind requests")                                           \
+  X(error_responses, "error responses sent")                                                 \
+  X(allocations_created, "allocations created")                                              \
+  X(allocations_deleted, "allocations deleted by Refresh with lifetime 0")                   \
+  X(allocations_expired, "allocations that reached their lifetime")                          \
+  X(allocations_closed, "allocations ended because their listener was removed")              \
+  X(allocations_rejected_quota, "Allocate refused with 486 (per-user quota)")                \
+  X(allocations_rejected_capacity, "Allocate refused with 508 (no relay port or limit)")     \
+  X(auth_missing, "TURN requests without MESSAGE-INTEGRITY (401 challenge)")                 \
+  X(auth_bad_integrity, "requests with a wrong MESSAGE-INTEGRITY")                           \
+  X(auth_unknown_user, "requests with an unknown or malformed username")                     \
+  X(auth_expired, "requests with an expired ephemeral username")                             \
+  X(auth_stale_nonce, "requests answered 438 Stale Nonce")                                   \
+  X(auth_throttled, "requests dropped: too many failed authentications from the source")     \
+  X(permission_denied, "CreatePermission/ChannelBind refused with 403 (peer not routed)")    \
+  X(client_packets_relayed, "packets relayed client to peer")                                \
+  X(client_bytes_relayed, "payload bytes relayed client to peer")                            \
+  X(peer_packets_relayed, "packets relayed peer to client")                                  \
+  X(peer_bytes_relayed, "payload bytes relayed peer to client")                              \
+  X(drop_malformed, "datagrams dropped as malformed")                                        \
+  X(drop_not_turn, "datagrams that are neither STUN nor ChannelData")                        \
+  X(drop_no_allocation, "indications/ChannelData without an allocation")                     \
+  X(drop_over_bandwidth, "datagrams dropped: allocation or listener over its bandwidth cap") \
+  X(drop_no_permission, "packets to or from a peer without a permission")                    \
+  X(drop_peer_denied, "packets whose peer the current config no longer routes")              \
+  X(drop_unknown_channel, "ChannelData on an unbound channel")                               \
+  X(drop_no_buffer, "responses dropped for lack of output buffer")                           \
   X(drop_ignored, "responses and unknown indications ignored")
 
 struct ServerStats {

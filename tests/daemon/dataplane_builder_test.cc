@@ -90,5 +90,30 @@ listeners: [{name: l, protocol: UDP, port: 3478}]
   EXPECT_EQ((*n)->turn->auth_mode, turn::AuthMode::kNone);
 }
 
+TEST(DataplaneBuilder, LimitsAreSharedAmongWorkers) {
+  DataplaneBuilder builder(/*workers=*/4);
+  auto dp = builder.build(parse(R"(
+version: v1
+admin: {name: t, limits: {max_allocations: 10, allocation_kbps: 800, listener_kbps: 8000,
+                          auth_failures: 3, auth_failure_window: 60, nonce_lifetime: 90}}
+auth: {type: static, credentials: {username: u, password: p}}
+)"),
+                          {});
+  ASSERT_TRUE(dp) << dp.error().message;
+  const turn::ServerConfig& t = *(*dp)->turn;
+  EXPECT_EQ(t.max_allocations, 3u);                    // 10 / 4, rounded up
+  EXPECT_EQ(t.allocation_bytes_per_second, 100'000u);  // per allocation: not shared
+  EXPECT_EQ(t.listener_bytes_per_second, 250'000u);    // 1 MB/s over 4 workers
+  EXPECT_EQ(t.auth_failures_per_window, 3u);
+  EXPECT_EQ(t.auth_failure_window_seconds, 60);
+  EXPECT_EQ(t.lifetimes.nonce, turn::Seconds(90));
+
+  auto defaults = builder.build(parse(kConfig), {});
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ((*defaults)->turn->max_allocations, 0u);
+  EXPECT_EQ((*defaults)->turn->auth_failures_per_window, 20u);
+  EXPECT_EQ((*defaults)->turn->lifetimes.nonce, turn::Seconds(600));
+}
+
 }  // namespace
 }  // namespace kturn::daemon

@@ -32,6 +32,7 @@ void Server::handleSend(const FiveTuple& five_tuple, const stun::MessageView& me
     ++cur_->drop_peer_denied;
     return;
   }
+  if (!underCaps(*a, true, data->size(), now.mono)) return;
   ++cur_->client_packets_relayed;
   cur_->client_bytes_relayed += data->size();
   ++a->packets_to_peers;
@@ -65,6 +66,7 @@ void Server::onChannelData(const FiveTuple& five_tuple, std::span<const uint8_t>
     ++cur_->drop_peer_denied;
     return;
   }
+  if (!underCaps(*a, true, cd->data.size(), now.mono)) return;
   ++cur_->client_packets_relayed;
   cur_->client_bytes_relayed += cd->data.size();
   ++a->packets_to_peers;
@@ -99,6 +101,7 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
       ++cur_->drop_peer_denied;
       return;
     }
+    if (!underCaps(*a, false, length, now.mono)) return;
     // Over UDP ChannelData needs no padding (RFC 8656 §12.5).
     uint8_t* start = payload - stun::kChannelDataHeaderSize;
     stun::writeChannelDataHeader(start, channel->number, static_cast<uint16_t>(length));
@@ -114,6 +117,7 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
     ++cur_->drop_peer_denied;
     return;
   }
+  if (!underCaps(*a, false, length, now.mono)) return;
 
   // A Data indication built in place around the payload:
   //   STUN header | XOR-PEER-ADDRESS | DATA header | payload | padding

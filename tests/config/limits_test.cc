@@ -1,0 +1,66 @@
+// admin.limits, kturn's quota and abuse-limit extension: parsed, validated with the field named,
+// round-tripped, and absent from STUNner configs (which then keep the defaults).
+#include <gtest/gtest.h>
+
+#include "config/parser.h"
+#include "config/serializer.h"
+
+namespace kturn::config {
+namespace {
+
+std::string withAdmin(const std::string& admin) {
+  return "version: v1\nadmin: " + admin +
+         "\nauth: {type: static, credentials: {username: u, password: p}}\n";
+}
+
+TEST(Limits, ParsedAndRoundTripped) {
+  auto c = parseConfig(withAdmin(
+      "{name: gw, limits: {max_allocations: 5000, allocation_kbps: 2500, listener_kbps: 1000000, "
+      "auth_failures: 5, auth_failure_window: 30, nonce_lifetime: 120}}"));
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_TRUE(c->admin.limits);
+  const Limits& l = *c->admin.limits;
+  EXPECT_EQ(l.max_allocations, 5000);
+  EXPECT_EQ(l.allocation_kbps, 2500);
+  EXPECT_EQ(l.listener_kbps, 1000000);
+  EXPECT_EQ(l.auth_failures, 5);
+  EXPECT_EQ(l.auth_failure_window, 30);
+  EXPECT_EQ(l.nonce_lifetime, 120);
+  auto again = parseConfig(toJson(*c));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, *c);
+}
+
+TEST(Limits, UnsetFieldsKeepTheirDefaults) {
+  auto c = parseConfig(withAdmin("{name: gw, limits: {allocation_kbps: 0, max_allocations: 10}}"));
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->admin.limits->auth_failures, Limits{}.auth_failures);
+  EXPECT_EQ(c->admin.limits->nonce_lifetime, 600);
+  EXPECT_EQ(c->admin.limits->allocation_kbps, 0);  // explicit 0: unlimited, survives the trip
+  EXPECT_EQ(parseConfig(toJson(*c))->admin.limits, c->admin.limits);
+}
+
+TEST(Limits, AbsentInStunnerConfigsAndInTheirOutput) {
+  auto c = parseConfig(withAdmin("{name: gw}"));
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_FALSE(c->admin.limits);
+  EXPECT_EQ(toJson(*c).find("limits"), std::string::npos);
+}
+
+TEST(Limits, BadValuesNameTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{limits: {max_allocations: -1}}", "admin.limits.max_allocations"},
+      {"{limits: {listener_kbps: -5}}", "admin.limits.listener_kbps"},
+      {"{limits: {auth_failure_window: 0}}", "admin.limits.auth_failure_window"},
+      {"{limits: {nonce_lifetime: 5}}", "admin.limits.nonce_lifetime"},
+      {"{limits: {nonce_lifetime: ten}}", "admin.limits.nonce_lifetime"},
+  };
+  for (const auto& [admin, field] : cases) {
+    auto c = parseConfig(withAdmin(admin));
+    ASSERT_FALSE(c) << admin;
+    EXPECT_NE(c.error().message.find(field), std::string::npos) << c.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace kturn::config

@@ -21,6 +21,7 @@
 
 import argparse
 import copy
+import json
 import os
 import signal
 import socket
@@ -172,6 +173,12 @@ def case_watch(args, workdir):
     reload_scenario(args, workdir, watch=True)
 
 
+def allocation_count(health_port: int) -> int:
+    status, body = http_get(health_port, "/status")
+    h.check(status == 200, f"/status answered {status}")
+    return int(json.loads(body).get("allocationCount", 0))
+
+
 def case_drain(args, workdir):
     # Traffic during the drain: a uclient session started before SIGTERM completes, zero loss.
     health = h.free_port()
@@ -180,11 +187,12 @@ def case_drain(args, workdir):
         _, peer_port = h.start_udp_echo_peer(workdir)
         status, _ = http_get(health, "/ready")
         h.check(status == 200, f"/ready is {status} before SIGTERM")
-        # 10 clients x 150 messages every 20 ms: about 3 s of traffic.
-        proc = h.Proc("turnutils_uclient", uclient_argv(s, peer_port, 10, 150, 20), workdir)
+        # 50 clients (100 allocations: uclient makes two per client) x 150 messages every 20 ms:
+        # about 3 s of traffic.
+        proc = h.Proc("turnutils_uclient", uclient_argv(s, peer_port, 50, 150, 20), workdir)
         h.register_log(proc.log_path)
         proc.start()
-        time.sleep(1.0)
+        wait_for(lambda: allocation_count(health) >= 100, 10, "100 allocations")
         os.kill(s.proc.proc.pid, signal.SIGTERM)
         time.sleep(0.2)
         status, body = http_get(health, "/ready")
@@ -192,7 +200,7 @@ def case_drain(args, workdir):
         rc = proc.wait(timeout=60)
         h.check(rc == 0, f"uclient failed during the drain (rc={rc})")
         summary = uclient_test.parse_summary(proc.output())
-        h.check(summary["sent"] == 1500 and summary["recv"] == 1500 and summary["lost"] == 0,
+        h.check(summary["sent"] == 7500 and summary["recv"] == 7500 and summary["lost"] == 0,
                 f"traffic lost during the drain: {summary}")
         # uclient leaves half its allocations to expire; a second SIGTERM ends the drain now.
         h.check(s.proc.running(), "kturnd stopped while uclient's allocations were alive")

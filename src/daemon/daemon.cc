@@ -222,7 +222,17 @@ nlohmann::json Daemon::statusDocument() {
     entry.erase("key");
     doc.listeners.push_back(admin::withStats(entry, traffic));
   }
-  doc.clusters = config_json.value("clusters", nlohmann::json::array());
+  const auto& cluster_names = dataplane_->turn->cluster_names;
+  for (const auto& c : config_json.value("clusters", nlohmann::json::array())) {
+    admin::TrafficStats traffic;
+    for (size_t id = 1; id < cluster_names.size() && id < stats.clusters.size(); ++id) {
+      if (cluster_names[id] != c.value("name", "")) continue;
+      const turn::ClusterTraffic& t = stats.clusters[id];
+      traffic.rx = {t.rx_packets, t.rx_bytes, 0};
+      traffic.tx = {t.tx_packets, t.tx_bytes, 0};
+    }
+    doc.clusters.push_back(admin::withStats(c, traffic));
+  }
   doc.allocation_count = static_cast<int64_t>(stats.allocations);
   doc.status = health_.status();
   return admin::toJson(doc);
@@ -446,6 +456,8 @@ WorkerStats Daemon::collectStats() {
     for (size_t i = 0; i < s.turn_by_listener.size(); ++i) {
       total.turn_by_listener[i] += s.turn_by_listener[i];
     }
+    if (total.clusters.size() < s.clusters.size()) total.clusters.resize(s.clusters.size());
+    for (size_t i = 0; i < s.clusters.size(); ++i) total.clusters[i] += s.clusters[i];
     if (total.traffic.size() < s.traffic.size()) total.traffic.resize(s.traffic.size());
     for (size_t i = 0; i < s.traffic.size(); ++i) total.traffic[i] += s.traffic[i];
     total.allocations += s.allocations;

@@ -10,6 +10,16 @@ turn::ListenerId DataplaneBuilder::idFor(const std::string& name) {
   return it->second;
 }
 
+turn::ClusterId DataplaneBuilder::clusterIdFor(const std::string& name) {
+  // Ids are never reused, so counters of a removed cluster never show under another name. A
+  // process would need 65535 distinct cluster names to run out; past that, traffic is counted
+  // unattributed (id 0).
+  auto [it, inserted] = cluster_ids_.emplace(name, turn::ClusterId{0});
+  if (inserted && cluster_ids_.size() < 0xFFFF)
+    it->second = static_cast<turn::ClusterId>(cluster_ids_.size());
+  return it->second;
+}
+
 std::vector<std::string> DataplaneBuilder::dnsHosts(const config::StunnerConfig& config) {
   std::vector<std::string> hosts;
   for (const config::Cluster& c : config.clusters) {
@@ -44,6 +54,12 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   }
   turn_config->realm = config.auth.realm;
   turn_config->max_allocations_per_user = static_cast<uint32_t>(config.admin.user_quota);
+  for (const config::Cluster& c : config.clusters) {
+    const turn::ClusterId id = clusterIdFor(c.name);
+    if (id == 0) continue;
+    if (id >= turn_config->cluster_names.size()) turn_config->cluster_names.resize(id + 1);
+    turn_config->cluster_names[id] = c.name;
+  }
   const config::Limits limits = config.admin.limits.value_or(config::Limits{});
   // A share per worker, rounded up so that a small limit still admits something everywhere.
   const auto share = [this](uint64_t total) { return (total + workers_ - 1) / workers_; };
@@ -90,7 +106,8 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
           if (it == dns.end()) continue;
           for (const IpAddress& addr : it->second) {
             const uint8_t len = addr.isV4() ? 32 : 128;
-            policy.peers.push_back(turn::PeerRange{addr, len, e.min_port, e.max_port});
+            policy.peers.push_back(
+                turn::PeerRange{addr, len, e.min_port, e.max_port, clusterIdFor(cluster->name)});
           }
         }
         continue;
@@ -98,7 +115,8 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
       auto endpoints = cluster->staticEndpoints();
       if (!endpoints) continue;  // validate() already reported it
       for (const auto& e : *endpoints) {
-        policy.peers.push_back(turn::PeerRange{e.prefix, e.prefix_len, e.min_port, e.max_port});
+        policy.peers.push_back(turn::PeerRange{e.prefix, e.prefix_len, e.min_port, e.max_port,
+                                               clusterIdFor(cluster->name)});
       }
     }
     turn_config->listeners.push_back(std::move(policy));

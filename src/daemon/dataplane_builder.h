@@ -31,9 +31,11 @@ class DataplaneBuilder {
  private:
   // Listener ids stay the same for a listener name across rebuilds.
   turn::ListenerId idFor(const std::string& name);
+  turn::ClusterId clusterIdFor(const std::string& name);
   size_t workers_;
   std::map<std::string, turn::ListenerId> ids_;
   turn::ListenerId next_id_ = 1;
+  std::map<std::string, turn::ClusterId> cluster_ids_;
 };
 
 }  // namespace kturn::daemon

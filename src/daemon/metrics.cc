@@ -2,6 +2,7 @@
 
 #include <array>
 #include <string>
+#include <tuple>
 
 #include "admin/kturn_metrics.h"
 #include "admin/process_metrics.h"
@@ -110,6 +111,22 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
       drops.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
     }
   }
+  // STUNner's cluster series: traffic relayed to (tx) and from (rx) each cluster's peers.
+  auto cluster_packets = admin::familyOf(st::kClusterPacketsTotal);
+  auto cluster_bytes = admin::familyOf(st::kClusterBytesTotal);
+  const auto& names = dataplane.turn->cluster_names;
+  for (size_t id = 1; id < names.size(); ++id) {
+    if (names[id].empty()) continue;  // a cluster of an earlier config
+    const turn::ClusterTraffic& t = at(stats.clusters, id);
+    for (const auto& [direction, packets_value, bytes_value] :
+         {std::tuple{st::kDirectionRx, t.rx_packets, t.rx_bytes},
+          std::tuple{st::kDirectionTx, t.tx_packets, t.tx_bytes}}) {
+      const Labels l = labels({{st::kLabelDirection, direction}, {st::kLabelName, names[id]}});
+      cluster_packets.samples.push_back({l, static_cast<double>(packets_value)});
+      cluster_bytes.samples.push_back({l, static_cast<double>(bytes_value)});
+    }
+  }
+
   auto durations = admin::familyOf(ks::kRequestDurationSeconds);
   const RequestTimes& times = stats.request_times;
   static constexpr std::array<std::string_view, RequestTimes::kMethods.size()> kMethodNames{
@@ -125,8 +142,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     h.sum = times.seconds[m];
     durations.histograms.push_back(std::move(h));
   }
-  for (auto* f : {&packets, &bytes, &created, &expired, &ended, &rejected, &auth, &relayed_packets,
-                  &relayed_bytes, &drops, &durations}) {
+  for (auto* f : {&packets, &bytes, &cluster_packets, &cluster_bytes, &created, &expired, &ended,
+                  &rejected, &auth, &relayed_packets, &relayed_bytes, &drops, &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

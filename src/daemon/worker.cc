@@ -112,6 +112,7 @@ void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
     WorkerStats s = io_stats_;
     s.turn = server_->stats();
     s.turn_by_listener = server_->statsByListener();
+    s.clusters = server_->statsByCluster();
     s.traffic = traffic_;
     s.allocations = server_->allocationCount();
     s.datagrams_sent = tx_.sent();

@@ -42,6 +42,7 @@ struct WorkerStats {
   turn::ServerStats turn;                           // all listeners
   std::vector<turn::ServerStats> turn_by_listener;  // indexed by ListenerId
   std::vector<ListenerTraffic> traffic;             // indexed by ListenerId
+  std::vector<turn::ClusterTraffic> clusters;       // indexed by ClusterId
   uint64_t allocations = 0;
   uint64_t datagrams_received = 0;
   uint64_t datagrams_truncated = 0;

@@ -20,6 +20,7 @@ namespace kturn::turn {
 struct PolicyVerdict {
   uint64_t epoch = 0;  // 0: never checked
   bool allowed = false;
+  ClusterId cluster = 0;  // the admitting endpoint's cluster
 };
 
 // RFC 8656 §9: a permission is an IP address (no port) with an expiry.

@@ -407,7 +407,8 @@ void Server::onAllocationTimer(AllocationId id, int64_t deadline, const Now& now
 bool Server::admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer) {
   if (verdict.epoch != epoch_) {
     const ListenerPolicy* policy = config_->listener(a.listener);
-    verdict = {epoch_, policy != nullptr && policy->allows(peer)};
+    const PeerRange* range = policy != nullptr ? policy->admitting(peer) : nullptr;
+    verdict = {epoch_, range != nullptr, range != nullptr ? range->cluster : ClusterId{0}};
   }
   return verdict.allowed;
 }
@@ -420,16 +421,36 @@ bool Server::admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddre
   return verdict.allowed;
 }
 
-bool Server::admitsPacket(const Allocation& a, Permission& permission,
-                          const TransportAddress& peer) {
-  if (permission.any_port_verdict.epoch != epoch_) {
+bool Server::admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer,
+                          ClusterId& cluster) {
+  PolicyVerdict& verdict = permission.any_port_verdict;
+  if (verdict.epoch != epoch_) {
     const ListenerPolicy* policy = config_->listener(a.listener);
-    permission.any_port_verdict = {epoch_, policy != nullptr && policy->allowsAllPorts(peer.ip)};
+    const PeerRange* range = policy != nullptr ? policy->admittingAllPorts(peer.ip) : nullptr;
+    verdict = {epoch_, range != nullptr, range != nullptr ? range->cluster : ClusterId{0}};
   }
-  if (permission.any_port_verdict.allowed) return true;
+  if (verdict.allowed) {
+    cluster = verdict.cluster;
+    return true;
+  }
   // Port-restricted endpoints: check this packet's port (a short scan of the listener's routes).
   const ListenerPolicy* policy = config_->listener(a.listener);
-  return policy != nullptr && policy->allows(peer);
+  const PeerRange* range = policy != nullptr ? policy->admitting(peer) : nullptr;
+  if (range == nullptr) return false;
+  cluster = range->cluster;
+  return true;
+}
+
+void Server::countCluster(ClusterId cluster, bool to_peer, size_t bytes) {
+  if (cluster >= cluster_stats_.size()) cluster_stats_.resize(cluster + 1);
+  ClusterTraffic& t = cluster_stats_[cluster];
+  if (to_peer) {
+    ++t.tx_packets;
+    t.tx_bytes += bytes;
+  } else {
+    ++t.rx_packets;
+    t.rx_bytes += bytes;
+  }
 }
 
 stun::TransactionId Server::nextTransactionId() {

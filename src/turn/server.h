@@ -76,6 +76,8 @@ class Server {
   const ServerConfig& config() const { return *config_; }
   // Counters per listener, indexed by ListenerId (slot 0: peer packets for unknown allocations).
   const std::vector<ServerStats>& statsByListener() const { return stats_; }
+  // Relayed traffic per cluster, indexed by ClusterId (slot 0: not attributed).
+  const std::vector<ClusterTraffic>& statsByCluster() const { return cluster_stats_; }
   // All listeners summed.
   ServerStats stats() const;
   size_t allocationCount() const { return allocations_.size(); }
@@ -134,7 +136,11 @@ class Server {
   // Peer admission under the current config, cached per epoch.
   bool admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer);
   bool admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddress& ip);
-  bool admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer);
+  // Also yields the admitting endpoint's cluster.
+  bool admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer,
+                    ClusterId& cluster);
+  // Counts relayed traffic of a cluster (grows the table when a new cluster id appears).
+  void countCluster(ClusterId cluster, bool to_peer, size_t bytes);
   // The bandwidth caps (allocation, then listener) for `bytes` relayed one way; counts a drop.
   bool underCaps(Allocation& a, bool to_peers, size_t bytes, MonoTime now);
 
@@ -155,6 +161,7 @@ class Server {
 
   std::vector<ServerStats> stats_;
   ServerStats* cur_ = nullptr;
+  std::vector<ClusterTraffic> cluster_stats_;  // by ClusterId
   // Per listener id, like stats_: the listener's bandwidth budget {to peers, to clients}.
   std::vector<std::array<TokenBucket, 2>> listener_budget_;
   uint16_t last_request_method_ = 0;

@@ -39,27 +39,27 @@ bool ListenerPolicy::allowsIp(const IpAddress& ip) const {
   return false;
 }
 
-bool ListenerPolicy::allows(const TransportAddress& peer) const {
-  if (isOwnAddress(peer)) return false;
+const PeerRange* ListenerPolicy::admitting(const TransportAddress& peer) const {
+  if (isOwnAddress(peer)) return nullptr;
   const auto restricted = restrictedRangeOf(peer.ip);
   for (const PeerRange& r : peers) {
-    if (r.contains(peer) && mayAdmit(r, restricted)) return true;
+    if (r.contains(peer) && mayAdmit(r, restricted)) return &r;
   }
-  return false;
+  return nullptr;
 }
 
-bool ListenerPolicy::allowsAllPorts(const IpAddress& ip) const {
+const PeerRange* ListenerPolicy::admittingAllPorts(const IpAddress& ip) const {
   for (const TransportAddress& own : own_addresses) {
     // Some port of this IP is our own listener: every packet's port must be checked.
-    if (own.ip == ip || (own.ip.isUnspecified() && restrictedRangeOf(ip))) return false;
+    if (own.ip == ip || (own.ip.isUnspecified() && restrictedRangeOf(ip))) return nullptr;
   }
   const auto restricted = restrictedRangeOf(ip);
   for (const PeerRange& r : peers) {
     if (r.min_port <= 1 && r.max_port == 65535 && r.containsIp(ip) && mayAdmit(r, restricted)) {
-      return true;
+      return &r;
     }
   }
-  return false;
+  return nullptr;
 }
 
 const ListenerPolicy* ServerConfig::listener(ListenerId id) const {

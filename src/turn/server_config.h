@@ -27,6 +27,7 @@ struct PeerRange {
   uint8_t prefix_length = 32;
   uint16_t min_port = 0;
   uint16_t max_port = 65535;
+  ClusterId cluster = 0;  // the cluster the endpoint belongs to, for traffic counters
 
   bool contains(const TransportAddress& peer) const;
   // Whether any port of this IP is admitted: the test for CreatePermission, which names no port.
@@ -46,9 +47,12 @@ struct ListenerPolicy {
   std::vector<TransportAddress> own_addresses;
 
   bool allowsIp(const IpAddress& ip) const;
-  bool allows(const TransportAddress& peer) const;
-  // Some endpoint admits every port of `ip`: then no per-packet port check is needed.
-  bool allowsAllPorts(const IpAddress& ip) const;
+  bool allows(const TransportAddress& peer) const { return admitting(peer) != nullptr; }
+  // The first endpoint that admits `peer`, or null.
+  const PeerRange* admitting(const TransportAddress& peer) const;
+  // The first endpoint that admits every port of `ip` (then no per-packet port check is
+  // needed), or null.
+  const PeerRange* admittingAllPorts(const IpAddress& ip) const;
 
  private:
   bool isOwnAddress(const TransportAddress& peer) const;
@@ -90,6 +94,8 @@ struct ServerConfig {
   uint32_t auth_failures_per_window = 20;
   int64_t auth_failure_window_seconds = 10;
   std::vector<ListenerPolicy> listeners;
+  // Names of the clusters by ClusterId (index 0 unused), for the metrics.
+  std::vector<std::string> cluster_names;
 
   const ListenerPolicy* listener(ListenerId id) const;
 };

@@ -62,4 +62,20 @@ struct ServerStats {
   }
 };
 
+// Relayed application traffic of one cluster, as STUNner counts it: rx from the cluster's
+// peers, tx to them.
+struct ClusterTraffic {
+  uint64_t rx_packets = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t tx_packets = 0;
+  uint64_t tx_bytes = 0;
+  ClusterTraffic& operator+=(const ClusterTraffic& o) {
+    rx_packets += o.rx_packets;
+    rx_bytes += o.rx_bytes;
+    tx_packets += o.tx_packets;
+    tx_bytes += o.tx_bytes;
+    return *this;
+  }
+};
+
 }  // namespace kturn::turn

@@ -118,6 +118,13 @@ def case_metrics(args, workdir):
         h.check(created == 10, f"kturn_allocations_created_total is {created}, want 2 x 5")
         active = value("stunner_allocations_active")
         h.check(active == 5, f"stunner_allocations_active is {active}, want 5")
+        # STUNner's cluster series: tx to the cluster's peers, rx from them.
+        cluster_tx = value("stunner_cluster_packets_total", name="allowed", direction="tx")
+        cluster_rx = value("stunner_cluster_packets_total", name="allowed", direction="rx")
+        h.check(cluster_tx == summary["sent"] and cluster_rx == summary["recv"],
+                f"stunner_cluster_packets_total tx={cluster_tx} rx={cluster_rx}, uclient {summary}")
+        h.check(value("stunner_cluster_bytes_total", name="allowed", direction="tx") == 200 * 100,
+                "cluster tx bytes differ from 200 x 100 B")
         deleted = value("kturn_allocations_ended_total", listener="udp", reason="deleted")
         h.check(deleted == 5, f"kturn_allocations_ended_total{{reason=deleted}} is {deleted}")
         # Every Allocate was timed: 10 challenged (401) and 10 granted.

@@ -48,7 +48,7 @@ TEST(RestrictedPeers, AnEndpointInsideTheRestrictedRangeAdmitsIt) {
   EXPECT_FALSE(p.allows(ta("127.0.0.2:40000")));  // not in the endpoint
   // ...but never the server's own listener: no TURN-in-TURN loop.
   EXPECT_FALSE(p.allows(ta("127.0.0.1:3478")));
-  EXPECT_FALSE(p.allowsAllPorts(ip("127.0.0.1")));
+  EXPECT_EQ(p.admittingAllPorts(ip("127.0.0.1")), nullptr);
   EXPECT_TRUE(p.allowsIp(ip("127.0.0.1")));
 }
 

@@ -28,11 +28,13 @@ void Server::handleSend(const FiveTuple& five_tuple, const stun::MessageView& me
     ++cur_->drop_no_permission;
     return;
   }
-  if (!admitsPacket(*a, *p, *peer)) {
+  ClusterId cluster = 0;
+  if (!admitsPacket(*a, *p, *peer, cluster)) {
     ++cur_->drop_peer_denied;
     return;
   }
   if (!underCaps(*a, true, data->size(), now.mono)) return;
+  countCluster(cluster, true, data->size());
   ++cur_->client_packets_relayed;
   cur_->client_bytes_relayed += data->size();
   ++a->packets_to_peers;
@@ -67,6 +69,7 @@ void Server::onChannelData(const FiveTuple& five_tuple, std::span<const uint8_t>
     return;
   }
   if (!underCaps(*a, true, cd->data.size(), now.mono)) return;
+  countCluster(channel->verdict.cluster, true, cd->data.size());
   ++cur_->client_packets_relayed;
   cur_->client_bytes_relayed += cd->data.size();
   ++a->packets_to_peers;
@@ -102,6 +105,7 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
       return;
     }
     if (!underCaps(*a, false, length, now.mono)) return;
+    countCluster(channel->verdict.cluster, false, length);
     // Over UDP ChannelData needs no padding (RFC 8656 §12.5).
     uint8_t* start = payload - stun::kChannelDataHeaderSize;
     stun::writeChannelDataHeader(start, channel->number, static_cast<uint16_t>(length));
@@ -113,11 +117,13 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
         {a->listener, a->five_tuple.client, {start, length + stun::kChannelDataHeaderSize}});
     return;
   }
-  if (!admitsPacket(*a, *p, peer)) {
+  ClusterId cluster = 0;
+  if (!admitsPacket(*a, *p, peer, cluster)) {
     ++cur_->drop_peer_denied;
     return;
   }
   if (!underCaps(*a, false, length, now.mono)) return;
+  countCluster(cluster, false, length);
 
   // A Data indication built in place around the payload:
   //   STUN header | XOR-PEER-ADDRESS | DATA header | payload | padding

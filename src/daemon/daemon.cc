@@ -81,6 +81,9 @@ Result<void> Daemon::start() {
                        loaded->description + ": no TURN-UDP listener to serve");
     }
     std::lock_guard reloading(reload_mutex_);
+    // A taken admin port fails the start before any listener is bound; apply() then finds
+    // the admin servers already running.
+    if (auto admin = reconcileAdmin(loaded->config.admin); !admin) return admin;
     if (auto applied = apply(std::move(*loaded)); !applied) return applied;
   }
   if (options_.watch && isReloadable(options_.origin)) {
@@ -410,10 +413,11 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
   spdlog::info("config {} from {}", first ? "loaded" : "applied", loaded_.description);
   lock.unlock();
 
-  // Admin servers take mutex_ in their handlers: (re)start them outside it.
+  // Admin servers take mutex_ in their handlers: (re)start them outside it. The data plane
+  // config is committed by now, so an admin failure is reported, not returned.
   if (auto started = reconcileAdmin(admin); !started) {
-    if (first) return started;
-    spdlog::error("admin endpoints: {}; the data plane config is applied", started.error().message);
+    spdlog::error("admin endpoints: {}; the rest of the config is applied",
+                  started.error().message);
   }
   health_.setReady();
   return {};

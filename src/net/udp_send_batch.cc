@@ -18,27 +18,62 @@ UdpSendBatch::UdpSendBatch(size_t max_messages)
     : msgs_(std::max<size_t>(max_messages, 1)),
       iovecs_(msgs_.size()),
       names_(msgs_.size()),
-      fds_(msgs_.size(), -1) {
-  for (size_t i = 0; i < msgs_.size(); ++i) {
-    msghdr& h = msgs_[i].msg_hdr;
-    h.msg_name = &names_[i];
-    h.msg_iov = &iovecs_[i];
-    h.msg_iovlen = 1;
-  }
-}
+      fds_(msgs_.size(), -1),
+      grouped_msgs_(msgs_.size()),
+      grouped_fds_(msgs_.size()),
+      taken_(msgs_.size()) {}
 
 bool UdpSendBatch::queue(int fd, const TransportAddress& to, std::span<const uint8_t> data) {
   if (count_ == msgs_.size()) return false;
   const size_t i = count_++;
   fds_[i] = fd;
-  msgs_[i].msg_hdr.msg_namelen = toSockaddr(to, names_[i]);
+  // Set on every queue: groupByFd() moves headers between slots, not the names and iovecs.
+  msghdr& h = msgs_[i].msg_hdr;
+  h = msghdr{};
+  h.msg_name = &names_[i];
+  h.msg_iov = &iovecs_[i];
+  h.msg_iovlen = 1;
+  h.msg_namelen = toSockaddr(to, names_[i]);
   // sendmsg never writes through iov_base; the const_cast only satisfies iovec's type.
   iovecs_[i].iov_base = const_cast<uint8_t*>(data.data());
   iovecs_[i].iov_len = data.size();
   return true;
 }
 
+void UdpSendBatch::groupByFd() {
+  // O(n x distinct fds) over at most capacity() entries, no allocation; skipped when the queue is
+  // already grouped (the common case of one fd, or of runs that never come back).
+  bool grouped = true;
+  for (size_t i = 1; i < count_ && grouped; ++i) {
+    if (fds_[i] == fds_[i - 1]) continue;
+    for (size_t j = 0; j + 1 < i; ++j) {
+      if (fds_[j] == fds_[i]) {
+        grouped = false;
+        break;
+      }
+    }
+  }
+  if (grouped) return;
+  std::fill(taken_.begin(), taken_.begin() + static_cast<ptrdiff_t>(count_), uint8_t{0});
+  size_t out = 0;
+  for (size_t i = 0; i < count_; ++i) {
+    if (taken_[i]) continue;
+    for (size_t j = i; j < count_; ++j) {
+      if (taken_[j] || fds_[j] != fds_[i]) continue;
+      taken_[j] = 1;
+      grouped_msgs_[out] = msgs_[j];
+      grouped_fds_[out] = fds_[j];
+      ++out;
+    }
+  }
+  std::copy(grouped_msgs_.begin(), grouped_msgs_.begin() + static_cast<ptrdiff_t>(count_),
+            msgs_.begin());
+  std::copy(grouped_fds_.begin(), grouped_fds_.begin() + static_cast<ptrdiff_t>(count_),
+            fds_.begin());
+}
+
 void UdpSendBatch::flush() {
+  groupByFd();
   size_t begin = 0;
   while (begin < count_) {
     size_t end = begin + 1;

@@ -27,8 +27,9 @@ class UdpSendBatch {
   // full; the caller flushes and queues again.
   bool queue(int fd, const TransportAddress& to, std::span<const uint8_t> data);
 
-  // Sends everything queued and empties the batch. Each run of consecutive datagrams for the same
-  // fd costs one sendmmsg (more only after a partial send). When the socket's buffer is full
+  // Sends everything queued and empties the batch. The datagrams are first grouped by fd (order
+  // kept within each fd), so each fd costs one sendmmsg per flush (more only after a partial
+  // send) however its datagrams were interleaved with others'. When the socket's buffer is full
   // (EAGAIN, ENOBUFS) or the fd is not a socket, the rest of that run is dropped; any other error
   // (EMSGSIZE, ENETUNREACH, EPERM from a firewall, ...) drops only the datagram it concerns.
   void flush();
@@ -44,11 +45,17 @@ class UdpSendBatch {
 
  private:
   void sendRun(int fd, size_t begin, size_t end);
+  // Reorders the queue so that each fd's datagrams are contiguous, keeping their order.
+  void groupByFd();
 
   std::vector<mmsghdr> msgs_;
   std::vector<iovec> iovecs_;
   std::vector<sockaddr_storage> names_;
   std::vector<int> fds_;
+  // groupByFd()'s scratch, sized once.
+  std::vector<mmsghdr> grouped_msgs_;
+  std::vector<int> grouped_fds_;
+  std::vector<uint8_t> taken_;
   size_t count_ = 0;
   uint64_t sent_ = 0;
   uint64_t dropped_ = 0;

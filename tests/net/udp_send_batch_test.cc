@@ -49,7 +49,7 @@ TEST(UdpSendBatchTest, OneSyscallPerRunOfTheSameFd) {
   }
 }
 
-TEST(UdpSendBatchTest, InterleavedFdsAndFamiliesAreSentInOrder) {
+TEST(UdpSendBatchTest, InterleavedFdsAreGroupedWithOrderKeptPerFd) {
   UdpSocket receiver4 = bindLoopback(AddressFamily::kIPv4);
   UdpSocket receiver6 = bindLoopback(AddressFamily::kIPv6);
   UdpSocket a = bindLoopback(AddressFamily::kIPv4);
@@ -62,7 +62,7 @@ TEST(UdpSendBatchTest, InterleavedFdsAndFamiliesAreSentInOrder) {
   ASSERT_TRUE(batch.queue(a.fd(), receiver4.localAddress(), bytesOf("4")));
   batch.flush();
   EXPECT_EQ(batch.sent(), 4u);
-  EXPECT_EQ(batch.syscalls(), 3u);
+  EXPECT_EQ(batch.syscalls(), 2u);  // a's "1" and "4" go together
 
   UdpReceiveBatch in(8, 16);
   ASSERT_TRUE(waitReadable(receiver4.fd()));
@@ -73,6 +73,46 @@ TEST(UdpSendBatchTest, InterleavedFdsAndFamiliesAreSentInOrder) {
   ASSERT_EQ(*in.receive(receiver6.fd()), 2u);
   EXPECT_EQ(textOf(in.payload(0)), "2");
   EXPECT_EQ(in.source(1), b.localAddress());
+}
+
+TEST(UdpSendBatchTest, RoundRobinOverManyFdsCostsOneSyscallPerFdAndSlotsAreReusable) {
+  UdpSocket receiver = bindLoopback(AddressFamily::kIPv4);
+  std::vector<UdpSocket> senders;
+  for (int i = 0; i < 3; ++i) senders.push_back(bindLoopback(AddressFamily::kIPv4));
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 30; ++i) payloads.push_back(std::string(1 + i % 7, char('a' + i % 3)));
+
+  UdpSendBatch batch(32);
+  for (int round = 0; round < 2; ++round) {  // the second round reuses reordered slots
+    for (int i = 0; i < 30; ++i) {
+      ASSERT_TRUE(batch.queue(senders[i % 3].fd(), receiver.localAddress(), bytesOf(payloads[i])));
+    }
+    batch.flush();
+    EXPECT_EQ(batch.syscalls(), 3u * (round + 1));
+  }
+  EXPECT_EQ(batch.sent(), 60u);
+
+  // Per sender, in queue order: its payloads are the ones with i % 3 == its index.
+  std::vector<std::vector<std::string>> got(3);
+  UdpReceiveBatch in(64, 16);
+  size_t total = 0;
+  while (total < 60 && waitReadable(receiver.fd())) {
+    auto n = in.receive(receiver.fd());
+    ASSERT_TRUE(n) << n.error().message;
+    for (size_t k = 0; k < *n; ++k) {
+      for (int s = 0; s < 3; ++s) {
+        if (in.source(k) == senders[s].localAddress()) {
+          got[s].emplace_back(textOf(in.payload(k)));
+        }
+      }
+    }
+    total += *n;
+  }
+  ASSERT_EQ(total, 60u);
+  for (int s = 0; s < 3; ++s) {
+    ASSERT_EQ(got[s].size(), 20u);
+    for (size_t k = 0; k < 20; ++k) EXPECT_EQ(got[s][k], payloads[(k % 10) * 3 + s]);
+  }
 }
 
 TEST(UdpSendBatchTest, QueueRefusesWhenFull) {

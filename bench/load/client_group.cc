@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "clock.h"
@@ -49,12 +50,14 @@ socklen_t fill(const TransportAddress& a, sockaddr_storage& ss) {
   return sizeof(sockaddr_in6);
 }
 
-Result<int> connectedSocket(const TransportAddress& server) {
+Result<int> connectedSocket(const TransportAddress& server, const std::optional<IpAddress>& bind) {
   const bool v4 = server.ip.isV4();
   const int fd = ::socket(v4 ? AF_INET : AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return makeError(Error::Code::kIo, std::string("socket: ") + std::strerror(errno));
-  // Bind to the loopback address of the server's family: the generator only talks to loopback.
+  // Bind to the loopback address of the server's family (or --client-bind): the generator only
+  // talks to loopback.
   TransportAddress local{v4 ? IpAddress::v4(0x7F000001) : *IpAddress::parse("::1"), 0};
+  if (bind) local.ip = *bind;
   sockaddr_storage ss;
   socklen_t len = fill(local, ss);
   if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
@@ -121,7 +124,7 @@ Result<void> ClientGroup::open() {
     TurnClient& c = clients_[i];
     c.index = static_cast<uint32_t>(first_ + i);
     c.channel = static_cast<uint16_t>(stun::kMinChannelNumber + (c.index & 0x0FFF));
-    auto fd = connectedSocket(opts_.server);
+    auto fd = connectedSocket(opts_.server, opts_.client_bind);
     if (!fd) {
       return makeError(fd.error().code,
                        "client " + std::to_string(c.index) + ": " + fd.error().message);
@@ -282,13 +285,16 @@ void ClientGroup::onResponse(TurnClient& c, std::span<const uint8_t> bytes, int6
 }
 
 void ClientGroup::afterSuccess(TurnClient& c, int64_t now) {
-  const int64_t refresh_s =
-      std::min<int64_t>(std::max<int64_t>(opts_.lifetime / 2, 1), kMaxRefreshInterval);
+  const int64_t refresh_ns =
+      opts_.refresh_after > 0
+          ? secondsToNs(opts_.refresh_after)
+          : std::min<int64_t>(std::max<int64_t>(opts_.lifetime / 2, 1), kMaxRefreshInterval) *
+                kNsPerSecond;
   switch (c.step) {
     case Step::kAllocateProbe:  // a server without authentication
     case Step::kAllocate:
       c.allocated = true;
-      c.refresh_ns = now + refresh_s * kNsPerSecond;
+      c.refresh_ns = now + refresh_ns;
       if (cycling_) {
         begin(c, Step::kRelease, now);
       } else {
@@ -296,7 +302,8 @@ void ClientGroup::afterSuccess(TurnClient& c, int64_t now) {
       }
       return;
     case Step::kRefresh:
-      c.refresh_ns = now + refresh_s * kNsPerSecond;
+      ++result_.refreshes;
+      c.refresh_ns = now + refresh_ns;
       begin(c, Step::kPermission, now);
       return;
     case Step::kPermission:
@@ -312,6 +319,7 @@ void ClientGroup::afterSuccess(TurnClient& c, int64_t now) {
     case Step::kRelease: {
       const bool counted = c.allocated;
       c.allocated = false;
+      if (!cycling_ && counted) ++result_.released;
       if (cycling_) {
         if (counted && now >= cycle_window_start_ns_ && now < cycle_window_end_ns_) {
           ++result_.cycles;
@@ -336,7 +344,7 @@ bool ClientGroup::reopenSocket(TurnClient& c) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
   ::close(c.fd);
   c.fd = -1;
-  auto fd = connectedSocket(opts_.server);
+  auto fd = connectedSocket(opts_.server, opts_.client_bind);
   if (!fd) return false;
   c.fd = *fd;
   epoll_event ev{};
@@ -536,6 +544,8 @@ void ClientGroup::runTraffic(RunControl& control, int64_t start_ns) {
       for (size_t i = 0; i < clients_.size(); ++i) {
         if (clients_[i].step == Step::kReady && clients_[i].allocated &&
             clients_[i].refresh_ns <= now) {
+          // Stays kReady until the window takes it: not due again until its Refresh answers.
+          clients_[i].refresh_ns = std::numeric_limits<int64_t>::max();
           enqueue(static_cast<uint32_t>(i), Step::kRefresh);
         }
       }
@@ -564,12 +574,29 @@ void ClientGroup::runAllocRate(RunControl& control, int64_t start_ns) {
   cycling_ = false;
 }
 
+bool ClientGroup::releasesAtEnd(uint32_t index) const {
+  const double f = opts_.release_fraction;
+  if (f >= 1.0) return true;
+  // Exactly round(clients * f) of the clients release, evenly spread: client i releases if
+  // floor((i + 1) * f) steps past floor(i * f).
+  return std::floor(static_cast<double>(index + 1) * f) >
+         std::floor(static_cast<double>(index) * f);
+}
+
 void ClientGroup::runTeardown(RunControl& control) {
   cycling_ = false;
+  // Refreshes still waiting for the window are moot now; releases go first.
+  pending_.clear();
+  pending_head_ = 0;
   for (size_t i = 0; i < clients_.size(); ++i) {
     TurnClient& c = clients_[i];
     if (inFlight(c.step)) finish(c, Step::kFailed);
-    if (c.allocated) enqueue(static_cast<uint32_t>(i), Step::kRelease);
+    if (!c.allocated) continue;
+    if (releasesAtEnd(c.index)) {
+      enqueue(static_cast<uint32_t>(i), Step::kRelease);
+    } else {
+      ++result_.abandoned;  // the server expires it at the end of its lifetime
+    }
   }
   const int64_t deadline =
       monoNs() + 10 * kNsPerSecond + static_cast<int64_t>(clients_.size()) * 1'000'000;

@@ -40,6 +40,9 @@ struct GroupResult {
   uint64_t transactions = 0;       // requests answered
   uint64_t retransmissions = 0;
   uint64_t timeouts = 0;
+  uint64_t refreshes = 0;          // allocations refreshed (Refresh answered with success)
+  uint64_t released = 0;           // allocations released with Refresh(0) at the end
+  uint64_t abandoned = 0;          // allocations left for the server to expire (--release-fraction)
   std::map<int, uint64_t> errors;  // error code -> count (0: timeout)
   LatencyHistogram rtt;
   LatencyHistogram transaction_rtt;
@@ -85,6 +88,9 @@ class ClientGroup {
   void runTeardown(RunControl& control);
   void sendBurst(TurnClient& c, size_t n, int64_t now, bool measured);
   bool windowIdle() const { return inflight_count_ == 0 && pending_.empty(); }
+  // Whether client `index` releases its allocation at the end (--release-fraction), spread
+  // evenly over the client numbers.
+  bool releasesAtEnd(uint32_t index) const;
 
   const BenchOptions& opts_;
   size_t group_;

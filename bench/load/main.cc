@@ -133,6 +133,9 @@ int run(BenchOptions& o) {
     total.transactions += r.transactions;
     total.retransmissions += r.retransmissions;
     total.timeouts += r.timeouts;
+    total.refreshes += r.refreshes;
+    total.released += r.released;
+    total.abandoned += r.abandoned;
     for (auto [code, n] : r.errors) total.errors[code] += n;
     total.rtt.merge(r.rtt);
     total.transaction_rtt.merge(r.transaction_rtt);
@@ -187,6 +190,9 @@ int run(BenchOptions& o) {
   j["transaction_p99_us"] = us(total.transaction_rtt.quantile(0.99));
   j["retransmissions"] = total.retransmissions;
   j["timeouts"] = total.timeouts;
+  j["refreshes"] = total.refreshes;
+  j["released"] = total.released;
+  j["abandoned"] = total.abandoned;
   nlohmann::json errors = nlohmann::json::object();
   for (auto [code, n] : total.errors) errors[code == 0 ? "timeout" : std::to_string(code)] = n;
   j["errors"] = errors;
@@ -214,6 +220,12 @@ int run(BenchOptions& o) {
           us(total.rtt.quantile(0.5)), us(total.rtt.quantile(0.99)), us(total.rtt.quantile(0.999)),
           us(total.rtt.max()), static_cast<unsigned long long>(total.send_failed),
           static_cast<unsigned long long>(relayed));
+    }
+    if (total.refreshes > 0 || total.abandoned > 0) {
+      std::printf("  %llu refreshes; at the end %llu released, %llu left to expire\n",
+                  static_cast<unsigned long long>(total.refreshes),
+                  static_cast<unsigned long long>(total.released),
+                  static_cast<unsigned long long>(total.abandoned));
     }
     if (!total.errors.empty()) std::printf("  errors: %s\n", errors.dump().c_str());
   }
@@ -260,7 +272,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   app.add_option("--peer", peer, "external UDP echo peer IP:port (default: built-in)");
   app.add_option("--peer-bind", peer_bind, "built-in echo peer address (default 127.0.0.1:0)");
+  std::string client_bind;
+  app.add_option("--client-bind", client_bind,
+                 "loopback address the clients' sockets bind (default 127.0.0.1 or ::1)");
   app.add_option("--lifetime", o.lifetime, "requested allocation lifetime, s");
+  app.add_option("--refresh-after", o.refresh_after,
+                 "seconds from allocation (or refresh) to the next Refresh (0: lifetime/2, "
+                 "at most 120)")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--release-fraction", o.release_fraction,
+                 "share of allocations released with Refresh(0) at the end; the rest are left "
+                 "for the server to expire (churn)")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--window", o.window, "transactions in flight per thread")
       ->check(CLI::Range(1, 100000));
   app.add_option("--setup-timeout", o.setup_timeout, "seconds allowed for setting up")
@@ -294,6 +317,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     o.peer_bind = *p;
+  }
+  if (!client_bind.empty()) {
+    auto ip = kturn::IpAddress::parse(client_bind);
+    if (!ip || ip->isV4() != o.server.ip.isV4()) {
+      std::fprintf(stderr, "kturn-bench: --client-bind: not an IP of the server's family: %s\n",
+                   client_bind.c_str());
+      return 2;
+    }
+    o.client_bind = *ip;
   }
   if (o.auth == "rest" && o.secret.empty()) {
     std::fprintf(stderr, "kturn-bench: --auth rest needs --secret\n");

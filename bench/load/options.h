@@ -44,11 +44,19 @@ struct BenchOptions {
   size_t peer_threads = 1;               // built-in echo peer threads (SO_REUSEPORT sockets)
   std::optional<TransportAddress> peer;  // external echo peer; else the built-in one
   TransportAddress peer_bind;            // where the built-in peer listens (port 0: any)
+  // Source address of the clients' sockets (default: loopback of the server's family). A soak
+  // gives each run its own (127.0.0.x), so a new client's 5-tuple never meets an allocation an
+  // earlier run abandoned, and failed authentications of one run never throttle the next.
+  std::optional<IpAddress> client_bind;
 
   uint32_t lifetime = 600;       // requested allocation lifetime; refreshed at half of it
   size_t window = 256;           // transactions in flight per thread (setup, teardown)
   size_t concurrency = 64;       // alloc-rate: clients cycling in parallel
   double setup_timeout = 120.0;  // seconds for every allocation to be set up
+  double refresh_after = 0;      // seconds from (re)allocation to the next Refresh; 0: lifetime/2
+  // Share of the allocations released with Refresh(0) at the end; the others are abandoned
+  // (their sockets closed) for the server to expire: churn for soak tests.
+  double release_fraction = 1.0;
 
   bool json = false;
   bool quiet = false;

@@ -50,7 +50,8 @@ inline constexpr std::string_view kThrottled = "throttled";
 namespace end_reason {
 inline constexpr std::string_view kDeleted = "deleted";  // Refresh with lifetime 0
 inline constexpr std::string_view kExpired = "expired";
-inline constexpr std::string_view kListenerClosed = "listener_closed";  // removed by a config
+inline constexpr std::string_view kListenerClosed = "listener_closed";      // removed by a config
+inline constexpr std::string_view kConnectionClosed = "connection_closed";  // TCP/TLS client left
 }  // namespace end_reason
 
 // reason values of kDropsTotal: packets kturn received and did not relay.

@@ -78,7 +78,7 @@ Result<void> Daemon::start() {
     if (!loaded) return loaded.error();
     if (loaded->config.listeners.empty() && !options_.watch) {
       return makeError(Error::Code::kInvalidArgument,
-                       loaded->description + ": no TURN-UDP listener to serve");
+                       loaded->description + ": no TURN-UDP or TURN-TCP listener to serve");
     }
     std::lock_guard reloading(reload_mutex_);
     // A taken admin port fails the start before any listener is bound; apply() then finds
@@ -366,11 +366,15 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
   };
   for (const ListenerSpec& old : dataplane_->listeners) {
     const ListenerSpec* now = find(*next, old.id);
-    if (now == nullptr || now->address != old.address) removed.push_back(old.id);
+    if (now == nullptr || now->address != old.address || now->protocol != old.protocol) {
+      removed.push_back(old.id);
+    }
   }
   for (const ListenerSpec& l : next->listeners) {
     const ListenerSpec* before = find(*dataplane_, l.id);
-    if (before == nullptr || before->address != l.address) added.push_back(&l);
+    if (before == nullptr || before->address != l.address || before->protocol != l.protocol) {
+      added.push_back(&l);
+    }
   }
   // Bind every new socket before touching anything: a taken port rejects the whole config.
   // The sockets of a moved listener's old address are still open here, so moving a listener
@@ -395,7 +399,8 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
     }
   }
   for (const ListenerSpec* l : added) {
-    spdlog::info("listener {}: TURN-UDP on {} ({} workers)", l->name, l->address.toString(),
+    spdlog::info("listener {}: TURN-{} on {} ({} workers)", l->name,
+                 l->protocol == TransportProtocol::kTcp ? "TCP" : "UDP", l->address.toString(),
                  workers_.size());
   }
   const bool first = loaded_.description.empty();

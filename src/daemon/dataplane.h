@@ -14,6 +14,8 @@ namespace kturn::daemon {
 struct ListenerSpec {
   turn::ListenerId id = 0;
   std::string name;
+  // TURN-UDP or TURN-TCP (a UDP and a TCP listener may share a port number).
+  TransportProtocol protocol = TransportProtocol::kUdp;
   TransportAddress address;  // where the listener socket binds
   // Relay ports: [min, max], or the kernel's ephemeral range when min is 0.
   uint16_t min_relay_port = 0;
@@ -21,7 +23,7 @@ struct ListenerSpec {
 };
 
 struct Dataplane {
-  std::vector<ListenerSpec> listeners;  // TURN-UDP listeners (other transports: later issues)
+  std::vector<ListenerSpec> listeners;  // TURN-UDP and TURN-TCP listeners
   turn::ServerConfigPtr turn;
 };
 

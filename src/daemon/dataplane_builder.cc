@@ -74,8 +74,10 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   for (size_t i = 0; i < config.listeners.size(); ++i) {
     const config::Listener& l = config.listeners[i];
     const std::string field = "listeners[" + std::to_string(i) + "]";
-    if (l.protocolType() != config::ListenerProtocol::kTurnUdp) {
-      // TURN-TCP/TLS/DTLS listeners arrive with the transports issue; say so instead of failing.
+    const auto protocol = l.protocolType();
+    if (protocol != config::ListenerProtocol::kTurnUdp &&
+        protocol != config::ListenerProtocol::kTurnTcp) {
+      // TURN-TLS/DTLS listeners arrive with the transports issue; say so instead of failing.
       spdlog::warn("{} ({}): protocol {} is not served by this build yet; skipped", field, l.name,
                    l.protocol);
       continue;
@@ -88,6 +90,8 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     ListenerSpec spec;
     spec.id = idFor(l.name);
     spec.name = l.name;
+    spec.protocol = protocol == config::ListenerProtocol::kTurnTcp ? TransportProtocol::kTcp
+                                                                   : TransportProtocol::kUdp;
     spec.address = TransportAddress{*ip, static_cast<uint16_t>(l.port)};
     spec.min_relay_port = static_cast<uint16_t>(l.min_relay_port);
     spec.max_relay_port = static_cast<uint16_t>(l.max_relay_port);

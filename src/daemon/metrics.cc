@@ -73,7 +73,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     for (const auto& [reason, value] :
          {std::pair{ks::end_reason::kDeleted, s.allocations_deleted},
           std::pair{ks::end_reason::kExpired, s.allocations_expired},
-          std::pair{ks::end_reason::kListenerClosed, s.allocations_closed}}) {
+          std::pair{ks::end_reason::kListenerClosed, s.allocations_closed},
+          std::pair{ks::end_reason::kConnectionClosed, s.allocations_disconnected}}) {
       ended.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
     }
     rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kQuotaReached),

@@ -35,7 +35,8 @@ RelaySockets::~RelaySockets() {
 }
 
 Result<net::UdpSocket> RelaySockets::bindRelay(const ListenerSpec* listener, const IpAddress& ip,
-                                               bool even, bool dont_fragment) {
+                                               bool even, bool dont_fragment,
+                                               net::UdpSocket* next) {
   net::UdpSocketOptions options;
   for (int attempt = 0; attempt < kEvenPortTries; ++attempt) {
     Result<net::UdpSocket> socket =
@@ -45,13 +46,23 @@ Result<net::UdpSocket> RelaySockets::bindRelay(const ListenerSpec* listener, con
             : net::UdpSocket::bind(TransportAddress{ip, 0}, options);
     if (!socket) return socket;
     if (even && socket->localAddress().port % 2 != 0) continue;
+    if (next != nullptr) {
+      // EVEN-PORT with R: the port after must be free too (held for the RESERVATION-TOKEN). If
+      // it is taken (say, reserved for another client) try another even port.
+      const uint16_t port = socket->localAddress().port;
+      if (port == 65535) continue;
+      auto reserved = net::UdpSocket::bind(TransportAddress{ip, uint16_t(port + 1)}, {});
+      if (!reserved) continue;
+      *next = std::move(*reserved);
+    }
     if (dont_fragment && ip.isV4()) {
       const int pmtu = IP_PMTUDISC_DO;
       ::setsockopt(socket->fd(), IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
     }
     return socket;
   }
-  return makeError(Error::Code::kExhausted, "no even relay port found");
+  return makeError(Error::Code::kExhausted, next != nullptr ? "no free even/odd relay port pair"
+                                                            : "no even relay port found");
 }
 
 Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
@@ -77,17 +88,12 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
     if (!reserved) return makeError(Error::Code::kNotFound, "unknown or expired token");
     socket = std::move(*reserved);
   } else {
-    auto bound = bindRelay(listener, ip, request.even_port, request.dont_fragment);
+    net::UdpSocket next;
+    auto bound = bindRelay(listener, ip, request.even_port, request.dont_fragment,
+                           request.reserve_next ? &next : nullptr);
     if (!bound) return bound.error();
     socket = std::move(*bound);
-    if (request.reserve_next) {
-      const TransportAddress next{ip, static_cast<uint16_t>(socket.localAddress().port + 1)};
-      if (auto reserved = net::UdpSocket::bind(next, {})) {
-        token = reservations_.reserve(std::move(*reserved), now);
-      } else {
-        return makeError(Error::Code::kExhausted, "port after the even port is taken");
-      }
-    }
+    if (request.reserve_next) token = reservations_.reserve(std::move(next), now);
   }
 
   const turn::AllocationId id = request.allocation;

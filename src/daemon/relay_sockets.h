@@ -44,8 +44,10 @@ class RelaySockets : public turn::RelayAllocator {
     net::UdpSocket socket;
   };
 
+  // A relay socket; with `next`, also the socket of the port after it (EVEN-PORT R=1), both
+  // bound or neither.
   Result<net::UdpSocket> bindRelay(const ListenerSpec* listener, const IpAddress& ip, bool even,
-                                   bool dont_fragment);
+                                   bool dont_fragment, net::UdpSocket* next);
 
   net::EventLoop& loop_;
   ReservationPool& reservations_;

@@ -7,6 +7,7 @@
 
 #include "common/crypto.h"
 #include "common/log.h"
+#include "net/tcp_socket.h"
 
 namespace kturn::daemon {
 namespace {
@@ -38,12 +39,27 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
   session_log_.setDataplane(dataplane_);
   server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions());
   server_->setSessionObserver(&session_log_);
-  loop_.addTicker(std::chrono::milliseconds(250), [this] { server_->onTick(now()); });
+  loop_.addTicker(std::chrono::milliseconds(250), [this] {
+    const turn::Now t = now();
+    server_->onTick(t);
+    for (const auto& l : listeners_) {
+      if (l->stream) l->stream->sweep(t.mono);
+    }
+  });
 }
 
 Worker::~Worker() { stop(); }
 
 Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int socket_buffer) {
+  if (spec.protocol == TransportProtocol::kTcp) {
+    auto listening = net::listenTcp(spec.address, {.reuse_port = true});
+    if (!listening) {
+      return makeError(listening.error().code, "listener " + spec.name + " on " +
+                                                   spec.address.toString() +
+                                                   "/tcp: " + listening.error().message);
+    }
+    return BoundListener{spec, net::UdpSocket(), std::move(*listening)};
+  }
   net::UdpSocketOptions opts;
   opts.reuse_port = true;
   opts.packet_info = true;
@@ -55,7 +71,7 @@ Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int
         socket.error().code,
         "listener " + spec.name + " on " + spec.address.toString() + ": " + socket.error().message);
   }
-  return BoundListener{spec, std::move(*socket)};
+  return BoundListener{spec, std::move(*socket), net::FileDescriptor()};
 }
 
 void Worker::start() {
@@ -82,8 +98,29 @@ void Worker::reconfigure(DataplanePtr dataplane, std::vector<BoundListener> adde
 }
 
 void Worker::addListener(BoundListener bound) {
+  if (bound.spec.protocol == TransportProtocol::kTcp) {
+    const turn::ListenerId id = bound.spec.id;
+    StreamListener::Callbacks callbacks;
+    callbacks.on_frame = [this, id](const FiveTuple& tuple, std::span<const uint8_t> frame) {
+      onStreamFrame(id, tuple, frame);
+    };
+    callbacks.on_batch_end = [this] { flush(); };
+    callbacks.on_closed = [this](const FiveTuple& tuple) {
+      server_->onClientClosed(tuple, now());
+      flush();
+    };
+    callbacks.has_allocation = [this](const FiveTuple& tuple) {
+      return server_->findAllocation(tuple) != nullptr;
+    };
+    auto listener =
+        std::make_unique<Listener>(Listener{id, bound.spec.address, net::UdpSocket(), nullptr});
+    listener->stream = std::make_unique<StreamListener>(loop_, id, std::move(bound.tcp),
+                                                        StreamListener::Limits{}, callbacks);
+    listeners_.push_back(std::move(listener));
+    return;
+  }
   auto listener = std::make_unique<Listener>(
-      Listener{bound.spec.id, bound.spec.address, std::move(bound.socket)});
+      Listener{bound.spec.id, bound.spec.address, std::move(bound.socket), nullptr});
   const Listener* self = listener.get();
   auto added =
       loop_.add(self->socket.fd(), EPOLLIN, [this, self](uint32_t) { onListenerReadable(*self); });
@@ -99,8 +136,8 @@ void Worker::addListener(BoundListener bound) {
 void Worker::removeListener(turn::ListenerId id) {
   for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
     if ((*it)->id != id) continue;
-    loop_.remove((*it)->socket.fd());
-    listeners_.erase(it);
+    if (!(*it)->stream) loop_.remove((*it)->socket.fd());
+    listeners_.erase(it);  // a stream listener closes its connections (and their allocations)
     break;
   }
   // Its clients can no longer reach their allocations: end them now rather than at expiry.
@@ -129,11 +166,21 @@ turn::Now Worker::now() const {
                        .count()};
 }
 
-int Worker::listenerFd(turn::ListenerId id) const {
+const Worker::Listener* Worker::findListener(turn::ListenerId id) const {
   for (const auto& l : listeners_) {
-    if (l->id == id) return l->socket.fd();
+    if (l->id == id) return l.get();
   }
-  return -1;
+  return nullptr;
+}
+
+void Worker::onStreamFrame(turn::ListenerId id, const FiveTuple& tuple,
+                           std::span<const uint8_t> frame) {
+  ++io_stats_.datagrams_received;
+  ListenerTraffic& counters = traffic(id);
+  ++counters.rx_packets;
+  counters.rx_bytes += frame.size();
+  server_->onClientPacket(id, tuple, frame, now(), actions_);
+  if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
 }
 
 void Worker::onListenerReadable(const Listener& listener) {
@@ -205,18 +252,30 @@ void Worker::flush() {
       tx_.queue(fd, s.peer, s.data);
     }
   }
+  bool streams = false;
   for (const turn::SendToClient& s : actions_.to_clients) {
-    const int fd = listenerFd(s.listener);
-    if (fd < 0) continue;
+    const Listener* listener = findListener(s.listener);
+    if (listener == nullptr) continue;
     ListenerTraffic& counters = traffic(s.listener);
     ++counters.tx_packets;
     counters.tx_bytes += s.data.size();
+    if (listener->stream) {
+      listener->stream->send(s.client, s.data);
+      streams = true;
+      continue;
+    }
+    const int fd = listener->socket.fd();
     if (!tx_.queue(fd, s.client, s.data)) {
       tx_.flush();
       tx_.queue(fd, s.client, s.data);
     }
   }
   tx_.flush();
+  if (streams) {
+    for (const auto& l : listeners_) {
+      if (l->stream) l->stream->flush();
+    }
+  }
   actions_.clear();
 }
 

@@ -15,6 +15,7 @@
 #include "daemon/relay_sockets.h"
 #include "daemon/request_times.h"
 #include "daemon/session_log.h"
+#include "daemon/stream_listener.h"
 #include "net/event_loop.h"
 #include "net/udp_receive_batch.h"
 #include "net/udp_send_batch.h"
@@ -73,7 +74,8 @@ class Worker {
   // is taken rejects the config instead of half-applying it.
   struct BoundListener {
     ListenerSpec spec;
-    net::UdpSocket socket;
+    net::UdpSocket socket;    // TURN-UDP
+    net::FileDescriptor tcp;  // TURN-TCP: listening
   };
   static Result<BoundListener> bindListener(const ListenerSpec& spec, int socket_buffer);
 
@@ -94,7 +96,8 @@ class Worker {
   struct Listener {
     turn::ListenerId id;
     TransportAddress address;
-    net::UdpSocket socket;
+    net::UdpSocket socket;                   // TURN-UDP
+    std::unique_ptr<StreamListener> stream;  // TURN-TCP
   };
 
   void addListener(BoundListener bound);
@@ -103,7 +106,9 @@ class Worker {
   void onRelayReadable(turn::AllocationId allocation, int fd);
   // Sends what the core produced for the current receive batch, then clears it.
   void flush();
-  int listenerFd(turn::ListenerId id) const;
+  const Listener* findListener(turn::ListenerId id) const;
+  // A frame from a TURN-TCP connection (stream framing done).
+  void onStreamFrame(turn::ListenerId id, const FiveTuple& tuple, std::span<const uint8_t> frame);
   ListenerTraffic& traffic(turn::ListenerId id) {
     if (id >= traffic_.size()) traffic_.resize(id + 1);
     return traffic_[id];

@@ -112,6 +112,14 @@ void Server::closeListener(ListenerId listener, const Now& now) {
   }
 }
 
+void Server::onClientClosed(const FiveTuple& five_tuple, const Now& now) {
+  Allocation* a = allocations_.find(five_tuple);
+  if (a == nullptr) return;
+  countFor(a->listener);
+  ++cur_->allocations_disconnected;
+  deleteAllocation(*a, SessionEnd::kConnectionClosed, now);
+}
+
 void Server::onClientPacket(ListenerId listener, const FiveTuple& five_tuple,
                             std::span<const uint8_t> packet, const Now& now, Actions& out) {
   countFor(listener);

@@ -68,6 +68,9 @@ class Server {
   // Ends every allocation made through `listener` (session end kListenerClosed): called when
   // the listener's socket goes away, since its clients can no longer reach them.
   void closeListener(ListenerId listener, const Now& now);
+  // TURN over TCP/TLS: the connection of `five_tuple` closed, and with it its allocation, if
+  // any (RFC 8656 §3.1: the allocation is tied to the connection).
+  void onClientClosed(const FiveTuple& five_tuple, const Now& now);
 
   // The method of the request the last onClientPacket() answered or refused (0 if the packet
   // was not a request): the daemon times request handling per method with it.

@@ -18,6 +18,7 @@ namespace kturn::turn {
   X(allocations_deleted, "allocations deleted by Refresh with lifetime 0")                   \
   X(allocations_expired, "allocations that reached their lifetime")                          \
   X(allocations_closed, "allocations ended because their listener was removed")              \
+  X(allocations_disconnected, "allocations ended because their TCP/TLS connection closed")   \
   X(allocations_rejected_quota, "Allocate refused with 486 (per-user quota)")                \
   X(allocations_rejected_capacity, "Allocate refused with 508 (no relay port or limit)")     \
   X(auth_missing, "TURN requests without MESSAGE-INTEGRITY (401 challenge)")                 \

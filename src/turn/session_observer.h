@@ -12,9 +12,10 @@
 namespace kturn::turn {
 
 enum class SessionEnd : uint8_t {
-  kDeleted,         // Refresh with lifetime 0
-  kExpired,         // lifetime ran out
-  kListenerClosed,  // its listener was removed from the config (or moved to another address)
+  kDeleted,           // Refresh with lifetime 0
+  kExpired,           // lifetime ran out
+  kListenerClosed,    // its listener was removed from the config (or moved to another address)
+  kConnectionClosed,  // TURN over TCP/TLS: the client's connection closed (RFC 8656 §3.1)
 };
 
 constexpr std::string_view toString(SessionEnd e) {
@@ -25,6 +26,8 @@ constexpr std::string_view toString(SessionEnd e) {
       return "expired";
     case SessionEnd::kListenerClosed:
       return "listener-closed";
+    case SessionEnd::kConnectionClosed:
+      return "connection-closed";
   }
   return "unknown";
 }

@@ -26,7 +26,7 @@ turn::Allocation sampleAllocation() {
 
 TEST(SessionLog, RecordCarriesTheSessionFacts) {
   auto dataplane = std::make_shared<Dataplane>();
-  dataplane->listeners.push_back({1, "default/gw/udp", {}, 0, 0});
+  dataplane->listeners.push_back({.id = 1, .name = "default/gw/udp"});
   SessionLog log({}, 0);
   log.setDataplane(dataplane);
   const turn::Now now{turn::MonoTime(std::chrono::seconds(160)), 1'800'000'060};

@@ -619,10 +619,27 @@ def _run_cleanups() -> None:
             traceback.print_exc()
 
 
+def free_udp_port_pair(host: str = LOOPBACK) -> int:
+    """A UDP port p with p + 1 free too: turnutils_peer echoes on both (RTP and RTCP), and
+    uclient sends its RTCP to p + 1."""
+    for _ in range(50):
+        port = free_port(host, udp_only=True)
+        if port % 2 == 1 or port + 1 in _handed_out:
+            continue
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                u.bind((host, port + 1))
+        except OSError:
+            continue
+        _handed_out.add(port + 1)
+        return port
+    raise TestFailure("could not find a free UDP port pair in 50 tries")
+
+
 def start_udp_echo_peer(workdir: str, host: str = LOOPBACK,
                         port: Optional[int] = None) -> Tuple[Proc, int]:
-    """turnutils_peer (a UDP echo server) on host:port; waits until it echoes."""
-    port = port or free_port(host, udp_only=True)
+    """turnutils_peer (a UDP echo server) on host:port and port + 1; waits until it echoes."""
+    port = port or free_udp_port_pair(host)
     peer = Proc("turnutils_peer", ["turnutils_peer", "-L", host, "-p", str(port)], workdir)
     register_log(peer.log_path)
     peer.start()
@@ -694,7 +711,7 @@ class ServerSettings:
                  username: str = STATIC_USER, password: str = STATIC_PASS,
                  secret: str = REST_SECRET, allowed: Sequence[str] = ("127.0.0.1/32",),
                  denied_for_coturn: Sequence[str] = (), port: Optional[int] = None,
-                 relay_range: Optional[Tuple[int, int]] = None):
+                 relay_range: Optional[Tuple[int, int]] = None, tcp: bool = False):
         check(auth in ("static", "rest"), f"unknown auth {auth}")
         self.auth = auth
         self.realm = realm
@@ -707,6 +724,8 @@ class ServerSettings:
         self.denied_for_coturn = list(denied_for_coturn)
         self.port = port or free_port()
         self.relay_range = relay_range or relay_port_range()
+        # Also a TURN-TCP listener on the same port number (coturn always listens on both).
+        self.tcp = tcp
 
     def credentials(self, user_id: str = "interop") -> Tuple[str, str]:
         """A (username, password) the server accepts."""
@@ -807,6 +826,11 @@ class KturndServer(Server):
         else:
             auth = {"type": "ephemeral", "realm": s.realm,
                     "credentials": {"secret": s.secret}}
+        listeners = [{"name": "udp", "protocol": "TURN-UDP", "address": LOOPBACK,
+                      "port": s.port, "min_relay_port": s.relay_range[0],
+                      "max_relay_port": s.relay_range[1], "routes": ["allowed"]}]
+        if s.tcp:
+            listeners.append(dict(listeners[0], name="tcp", protocol="TURN-TCP"))
         return {
             "version": "v1",
             "admin": {"name": "interop", "loglevel": "all:INFO",
@@ -814,9 +838,7 @@ class KturndServer(Server):
                       # between tests running in parallel
                       "healthcheck_endpoint": "", "metrics_endpoint": ""},
             "auth": auth,
-            "listeners": [{"name": "udp", "protocol": "TURN-UDP", "address": LOOPBACK,
-                           "port": s.port, "min_relay_port": s.relay_range[0],
-                           "max_relay_port": s.relay_range[1], "routes": ["allowed"]}],
+            "listeners": listeners,
             "clusters": [{"name": "allowed", "type": "STATIC", "endpoints": s.allowed}],
         }
 

@@ -8,6 +8,7 @@ same for bytes) and uclient reports zero lost and zero send-dropped packets.
 
   /usr/bin/python3 uclient_test.py --server coturn --auth rest --mode send
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --auth static
+  /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport tcp
 """
 
 import argparse
@@ -52,7 +53,7 @@ def parse_summary(out: str) -> Dict[str, int]:
 
 
 def body(args: argparse.Namespace, workdir: str) -> None:
-    settings = h.ServerSettings(auth=args.auth)
+    settings = h.ServerSettings(auth=args.auth, tcp=args.transport == "tcp")
     with h.make_server(args, settings, workdir) as server:
         _, peer_port = h.start_udp_echo_peer(workdir)
         argv = ["turnutils_uclient", "-p", str(server.port),
@@ -67,6 +68,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
             argv.append("-s")
         if args.no_rtcp:
             argv.append("-c")
+        if args.transport == "tcp":
+            argv.append("-t")  # TURN over TCP to the server; the relay leg stays UDP
         argv.append(h.LOOPBACK)
 
         uclient = h.Proc("turnutils_uclient", argv, workdir)
@@ -106,13 +109,16 @@ def main() -> None:
     p.add_argument("--no-rtcp", action="store_true",
                    help="uclient -c: no RTCP allocations (no EVEN-PORT R=1 / "
                         "RESERVATION-TOKEN pairs)")
+    p.add_argument("--transport", choices=("udp", "tcp"), default="udp",
+                   help="client-to-server transport (uclient -t for tcp)")
     p.add_argument("--clients", type=int, default=10, help="uclient -m")
     p.add_argument("--messages", type=int, default=50, help="uclient -n, per client")
     p.add_argument("--length", type=int, default=120, help="uclient -l, bytes")
     p.add_argument("--interval", type=int, default=5, help="uclient -z, ms")
     p.add_argument("--uclient-timeout", type=float, default=60.0)
     args, _ = p.parse_known_args()
-    name = f"uclient-{args.auth}-{args.mode}{'-nortcp' if args.no_rtcp else ''}"
+    name = (f"uclient-{args.transport}-{args.auth}-{args.mode}"
+            f"{'-nortcp' if args.no_rtcp else ''}")
     h.run_test(name, body, p)
 
 

@@ -106,15 +106,21 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
     }
     if (!underCaps(*a, false, length, now.mono)) return;
     countCluster(channel->verdict.cluster, false, length);
-    // Over UDP ChannelData needs no padding (RFC 8656 §12.5).
+    // Over UDP ChannelData needs no padding; over TCP/TLS it is padded to four bytes (RFC 8656
+    // §12.5), written into the tailroom.
     uint8_t* start = payload - stun::kChannelDataHeaderSize;
     stun::writeChannelDataHeader(start, channel->number, static_cast<uint16_t>(length));
+    size_t frame = length + stun::kChannelDataHeaderSize;
+    if (a->five_tuple.protocol == TransportProtocol::kTcp) {
+      const size_t padded = (length + 3) & ~size_t{3};
+      std::fill(payload + length, payload + padded, uint8_t{0});
+      frame = padded + stun::kChannelDataHeaderSize;
+    }
     ++cur_->peer_packets_relayed;
     cur_->peer_bytes_relayed += length;
     ++a->packets_to_client;
     a->bytes_to_client += length;
-    out.to_clients.push_back(
-        {a->listener, a->five_tuple.client, {start, length + stun::kChannelDataHeaderSize}});
+    out.to_clients.push_back({a->listener, a->five_tuple.client, {start, frame}});
     return;
   }
   ClusterId cluster = 0;

@@ -1,0 +1,210 @@
+#include "daemon/stream_listener.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "net/tcp_socket.h"
+#include "stun/stream_framing.h"
+
+namespace kturn::daemon {
+namespace {
+
+// Read granularity; a frame larger than what is buffered grows the buffer up to kMaxFrame.
+constexpr size_t kInitialInput = 4096;
+// The largest frame: a STUN message or ChannelData with a 64 KiB length, padded.
+constexpr size_t kMaxFrame = 20 + 65535 + 3;
+// Bounded work per readiness event, so one busy connection cannot starve the others.
+constexpr int kMaxReadsPerEvent = 16;
+constexpr int kMaxAcceptsPerEvent = 64;
+
+}  // namespace
+
+StreamListener::StreamListener(net::EventLoop& loop, turn::ListenerId id,
+                               net::FileDescriptor listening, const Limits& limits,
+                               Callbacks callbacks)
+    : loop_(loop),
+      id_(id),
+      listening_(std::move(listening)),
+      limits_(limits),
+      callbacks_(std::move(callbacks)) {
+  auto added = loop_.add(listening_.get(), EPOLLIN, [this](uint32_t) { onAcceptable(); });
+  if (!added) spdlog::error("TCP listener {}: {}", id_, added.error().message);
+}
+
+StreamListener::~StreamListener() {
+  loop_.remove(listening_.get());
+  while (!connections_.empty()) close(connections_.begin()->first);
+}
+
+void StreamListener::onAcceptable() {
+  for (int i = 0; i < kMaxAcceptsPerEvent; ++i) {
+    auto accepted = net::acceptTcp(listening_.get());
+    if (!accepted) {
+      // Out of descriptors: say so; the backlog keeps the rest until some close.
+      spdlog::warn("TCP listener {}: {}", id_, accepted.error().message);
+      return;
+    }
+    if (!*accepted) return;
+    net::Accepted& a = **accepted;
+    if (connections_.size() >= limits_.max_connections) {
+      ++stats_.refused;
+      continue;  // `a.fd` closes here
+    }
+    auto c = std::make_unique<Connection>();
+    c->tuple = FiveTuple{TransportProtocol::kTcp, a.remote, a.local};
+    c->last_active = std::chrono::steady_clock::now();
+    c->fd = std::move(a.fd);
+    const TransportAddress client = a.remote;
+    auto added = loop_.add(c->fd.get(), EPOLLIN | EPOLLRDHUP,
+                           [this, client](uint32_t events) { onEvent(client, events); });
+    if (!added) {
+      spdlog::warn("TCP listener {}: {}", id_, added.error().message);
+      continue;
+    }
+    ++stats_.accepted;
+    connections_[client] = std::move(c);
+  }
+}
+
+void StreamListener::onEvent(const TransportAddress& client, uint32_t events) {
+  const auto it = connections_.find(client);
+  if (it == connections_.end()) return;
+  Connection& c = *it->second;
+  bool open = true;
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) open = readFrames(c);
+  if (open && (events & EPOLLOUT)) open = writeOut(c);
+  if (!open) close(client);
+}
+
+bool StreamListener::readFrames(Connection& c) {
+  for (int round = 0; round < kMaxReadsPerEvent; ++round) {
+    if (c.in.size() < kInitialInput) c.in.resize(kInitialInput);
+    // Full of an unfinished frame: grow towards the largest frame there is (frames never exceed
+    // kMaxFrame, so a full kMaxFrame buffer always holds a whole one).
+    if (c.in_used == c.in.size()) c.in.resize(std::min(kMaxFrame, c.in.size() * 2));
+    const size_t room = c.in.size() - c.in_used;
+    const ssize_t n = ::read(c.fd.get(), c.in.data() + c.in_used, room);
+    if (n == 0) return false;  // the client closed
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+      if (errno == EINTR) continue;
+      return false;  // reset
+    }
+    c.in_used += static_cast<size_t>(n);
+    stats_.rx_bytes += static_cast<uint64_t>(n);
+    c.last_active = std::chrono::steady_clock::now();
+
+    size_t offset = 0;
+    bool in_sync = true;
+    while (offset < c.in_used) {
+      const std::span<const uint8_t> rest(c.in.data() + offset, c.in_used - offset);
+      const stun::StreamFrame f = stun::nextStreamFrame(rest);
+      if (f.kind == stun::StreamFrame::Kind::kInvalid) {
+        in_sync = false;
+        break;
+      }
+      if (f.kind == stun::StreamFrame::Kind::kIncomplete) break;
+      callbacks_.on_frame(c.tuple, rest.first(f.frame_size));
+      offset += f.frame_size;
+    }
+    // The core's output may point into the frames: send it before the buffer moves.
+    callbacks_.on_batch_end();
+    if (!in_sync) {
+      ++stats_.closed_framing;
+      return false;
+    }
+    if (offset > 0) {
+      std::copy(c.in.begin() + static_cast<ptrdiff_t>(offset),
+                c.in.begin() + static_cast<ptrdiff_t>(c.in_used), c.in.begin());
+      c.in_used -= offset;
+    }
+    if (static_cast<size_t>(n) < room) return true;  // drained; epoll tells when there is more
+  }
+  return true;
+}
+
+bool StreamListener::send(const TransportAddress& client, std::span<const uint8_t> frame) {
+  const auto it = connections_.find(client);
+  if (it == connections_.end()) {
+    ++stats_.frames_dropped;
+    return false;
+  }
+  Connection& c = *it->second;
+  if (c.out.size() - c.out_head + frame.size() > limits_.max_output_bytes) {
+    ++stats_.frames_dropped;
+    return false;
+  }
+  if (c.out_head == c.out.size()) {
+    if (c.out.empty()) dirty_.push_back(client);
+    c.out.clear();
+    c.out_head = 0;
+  }
+  c.out.insert(c.out.end(), frame.begin(), frame.end());
+  return true;
+}
+
+void StreamListener::flush() {
+  for (const TransportAddress& client : dirty_) {
+    const auto it = connections_.find(client);
+    if (it == connections_.end()) continue;
+    // flush() may run inside this connection's own read handler: do not destroy it here. A
+    // shut-down socket reports EOF to that handler (or to the next event), which closes it.
+    if (!writeOut(*it->second)) ::shutdown(it->second->fd.get(), SHUT_RDWR);
+  }
+  dirty_.clear();
+}
+
+bool StreamListener::writeOut(Connection& c) {
+  while (c.out_head < c.out.size()) {
+    const ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_head, c.out.size() - c.out_head,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
+      if (!c.want_write) {
+        c.want_write = true;
+        (void)loop_.modify(c.fd.get(), EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+      }
+      return true;
+    }
+    c.out_head += static_cast<size_t>(n);
+    stats_.tx_bytes += static_cast<uint64_t>(n);
+  }
+  c.out.clear();
+  c.out_head = 0;
+  if (c.want_write) {
+    c.want_write = false;
+    (void)loop_.modify(c.fd.get(), EPOLLIN | EPOLLRDHUP);
+  }
+  return true;
+}
+
+void StreamListener::sweep(turn::MonoTime now) {
+  std::vector<TransportAddress> idle;
+  for (const auto& [client, c] : connections_) {
+    if (now - c->last_active < limits_.idle_timeout) continue;
+    if (callbacks_.has_allocation(c->tuple)) continue;
+    idle.push_back(client);
+  }
+  for (const TransportAddress& client : idle) {
+    ++stats_.closed_idle;
+    close(client);
+  }
+}
+
+void StreamListener::close(const TransportAddress& client) {
+  const auto it = connections_.find(client);
+  if (it == connections_.end()) return;
+  std::unique_ptr<Connection> c = std::move(it->second);
+  connections_.erase(it);
+  loop_.remove(c->fd.get());
+  callbacks_.on_closed(c->tuple);
+  // `c` (and its fd) goes here, after the core has forgotten the 5-tuple.
+}
+
+}  // namespace kturn::daemon

@@ -1,0 +1,106 @@
+// TURN over TCP for one listener on one worker (RFC 8656 §3.1): the worker's own SO_REUSEPORT
+// listening socket, the connections the kernel hands it, stream framing on the way in and
+// bounded, buffered writes on the way out. The TURN core stays sans-I/O: frames go to the worker
+// through callbacks, answers come back through send().
+//
+// Limits keep slow or half-open clients from exhausting the worker: a connection cap, an idle
+// timeout for connections that hold no allocation, and an output bound per connection (a client
+// that does not read loses frames, as it would over UDP, instead of growing kturnd's memory).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "kturn/transport_address.h"
+#include "net/event_loop.h"
+#include "net/file_descriptor.h"
+#include "turn/ids.h"
+#include "turn/time.h"
+
+namespace kturn::daemon {
+
+struct StreamListenerStats {
+  uint64_t accepted = 0;
+  uint64_t refused = 0;         // over max_connections
+  uint64_t closed_idle = 0;     // idle timeout
+  uint64_t closed_framing = 0;  // bytes that were neither STUN nor ChannelData
+  uint64_t frames_dropped = 0;  // output bound reached
+  uint64_t rx_bytes = 0;
+  uint64_t tx_bytes = 0;
+};
+
+class StreamListener {
+ public:
+  struct Limits {
+    size_t max_connections = 8192;  // per worker; more are accepted and closed at once
+    // A connection holding no allocation and silent this long is closed (also bounds the time
+    // a client may take before its first Allocate).
+    std::chrono::seconds idle_timeout{30};
+    size_t max_output_bytes = 1 << 20;  // per connection
+  };
+  struct Callbacks {
+    // One frame from a client: a STUN message, or a ChannelData message with its padding. The
+    // bytes stay valid until on_batch_end returns.
+    std::function<void(const FiveTuple&, std::span<const uint8_t>)> on_frame;
+    // After the frames of one read: the worker sends what the core produced.
+    std::function<void()> on_batch_end;
+    // The connection is gone (either side closed it, or a limit did).
+    std::function<void(const FiveTuple&)> on_closed;
+    // Whether the connection's 5-tuple holds an allocation (exempts it from the idle timeout).
+    std::function<bool(const FiveTuple&)> has_allocation;
+  };
+
+  StreamListener(net::EventLoop& loop, turn::ListenerId id, net::FileDescriptor listening,
+                 const Limits& limits, Callbacks callbacks);
+  // Closes every connection, calling on_closed for each.
+  ~StreamListener();
+  StreamListener(const StreamListener&) = delete;
+  StreamListener& operator=(const StreamListener&) = delete;
+
+  // Queues a frame for the client's connection; false (and counted) if there is none or its
+  // output bound is reached. Sent by the next flush().
+  bool send(const TransportAddress& client, std::span<const uint8_t> frame);
+  // Writes what send() queued since the last flush.
+  void flush();
+  // Closes connections idle past the timeout. Call about once a second.
+  void sweep(turn::MonoTime now);
+
+  size_t connectionCount() const { return connections_.size(); }
+  const StreamListenerStats& stats() const { return stats_; }
+
+ private:
+  struct Connection {
+    net::FileDescriptor fd;
+    FiveTuple tuple;
+    std::vector<uint8_t> in;  // received bytes not yet framed: [0, in_used)
+    size_t in_used = 0;
+    std::vector<uint8_t> out;  // queued bytes: [out_head, out.size())
+    size_t out_head = 0;
+    bool want_write = false;  // EPOLLOUT armed
+    turn::MonoTime last_active;
+  };
+
+  void onAcceptable();
+  void onEvent(const TransportAddress& client, uint32_t events);
+  // Reads and frames until the socket is drained; false if the connection must close.
+  bool readFrames(Connection& c);
+  // Writes queued output; false if the connection must close.
+  bool writeOut(Connection& c);
+  void close(const TransportAddress& client);
+
+  net::EventLoop& loop_;
+  turn::ListenerId id_;
+  net::FileDescriptor listening_;
+  Limits limits_;
+  Callbacks callbacks_;
+  std::unordered_map<TransportAddress, std::unique_ptr<Connection>> connections_;
+  std::vector<TransportAddress> dirty_;  // connections with output queued since the last flush
+  StreamListenerStats stats_;
+};
+
+}  // namespace kturn::daemon

@@ -1,0 +1,77 @@
+#include "net/tcp_socket.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "net/sockaddr.h"
+
+namespace kturn::net {
+namespace {
+
+Error ioError(const std::string& what, int err) {
+  return makeError(Error::Code::kIo, what + ": " + std::strerror(err));
+}
+
+bool setOption(int fd, int level, int name, int value) {
+  return ::setsockopt(fd, level, name, &value, sizeof value) == 0;
+}
+
+}  // namespace
+
+Result<FileDescriptor> listenTcp(const TransportAddress& local, const TcpListenOptions& opts) {
+  const bool v6 = local.family() == AddressFamily::kIPv6;
+  FileDescriptor fd(
+      ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ioError("socket", errno);
+  if (!setOption(fd.get(), SOL_SOCKET, SO_REUSEADDR, 1)) return ioError("SO_REUSEADDR", errno);
+  if (opts.reuse_port && !setOption(fd.get(), SOL_SOCKET, SO_REUSEPORT, 1)) {
+    return ioError("SO_REUSEPORT", errno);
+  }
+  if (v6 && !setOption(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, 0)) {
+    return ioError("IPV6_V6ONLY", errno);
+  }
+  sockaddr_storage ss;
+  const socklen_t len = toSockaddr(local, ss);
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
+    return ioError("bind " + local.toString() + "/tcp", errno);
+  }
+  if (::listen(fd.get(), opts.backlog) != 0) return ioError("listen", errno);
+  return fd;
+}
+
+Result<std::optional<Accepted>> acceptTcp(int listening_fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  const int fd =
+      ::accept4(listening_fd, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == EAGAIN || err == EWOULDBLOCK || err == ECONNABORTED || err == EINTR ||
+        err == EPROTO || err == EPERM) {
+      return std::optional<Accepted>{};
+    }
+    return ioError("accept", err);
+  }
+  Accepted a{FileDescriptor(fd), fromSockaddr(reinterpret_cast<const sockaddr*>(&ss)), {}};
+  setOption(fd, IPPROTO_TCP, TCP_NODELAY, 1);  // media frames must not wait for Nagle
+  auto local = localAddress(fd);
+  if (!local) return local.error();
+  a.local = *local;
+  return std::optional<Accepted>(std::move(a));
+}
+
+Result<TransportAddress> localAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    return ioError("getsockname", errno);
+  }
+  return fromSockaddr(reinterpret_cast<const sockaddr*>(&ss));
+}
+
+}  // namespace kturn::net

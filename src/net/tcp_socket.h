@@ -1,0 +1,35 @@
+// TCP sockets for stream listeners (TURN over TCP and TLS): a non-blocking listening socket,
+// SO_REUSEPORT so every worker accepts on the same address, and accept without blocking.
+#pragma once
+
+#include <optional>
+
+#include "kturn/result.h"
+#include "kturn/transport_address.h"
+#include "net/file_descriptor.h"
+
+namespace kturn::net {
+
+struct TcpListenOptions {
+  bool reuse_port = false;
+  int backlog = 1024;
+};
+
+// A listening socket on `local` (port 0: an ephemeral port, see localAddress()).
+Result<FileDescriptor> listenTcp(const TransportAddress& local, const TcpListenOptions& opts);
+
+struct Accepted {
+  FileDescriptor fd;  // non-blocking, close-on-exec, TCP_NODELAY
+  TransportAddress remote;
+  TransportAddress local;
+};
+
+// One pending connection, or nullopt when there is none (EAGAIN) or it failed before it could be
+// accepted (the peer reset it): the caller just stops accepting for this round. Errors that
+// concern the listening socket itself (EMFILE, ENFILE, ENOBUFS) are returned.
+Result<std::optional<Accepted>> acceptTcp(int listening_fd);
+
+// getsockname(2) as a TransportAddress.
+Result<TransportAddress> localAddress(int fd);
+
+}  // namespace kturn::net

@@ -9,10 +9,11 @@
 namespace kturn::admin {
 
 struct Request {
-  std::string method;  // "GET" or "HEAD"; the server answers anything else with 405 itself
-  std::string target;  // as sent: "/metrics?name[]=x"
-  std::string path;    // target without the query: "/metrics"
-  std::string query;   // after '?', undecoded; empty when absent
+  std::string method;         // "GET" or "HEAD"; the server answers anything else with 405 itself
+  std::string target;         // as sent: "/metrics?name[]=x"
+  std::string path;           // target without the query: "/metrics"
+  std::string query;          // after '?', undecoded; empty when absent
+  std::string authorization;  // the Authorization header as sent; empty when absent
 };
 
 struct Response {

@@ -80,6 +80,9 @@ Response HttpSession::dispatch(const HttpRequest& request) const {
   Request req;
   req.method = std::string(request.method_string());
   req.target = std::string(request.target());
+  if (auto it = request.find(http::field::authorization); it != request.end()) {
+    req.authorization = std::string(it->value());
+  }
   if (!splitTarget(req.target, req)) return textResponse(400, "Bad Request\n");
   if (request.method() != http::verb::get && request.method() != http::verb::head) {
     return textResponse(405, "Method Not Allowed\n");

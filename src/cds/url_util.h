@@ -1,5 +1,5 @@
-// Percent-encoding and query strings for the CDS paths (RFC 3986 §2.1, §3.4). Private to
-// src/cds.
+// Percent-encoding and query strings for the CDS paths (RFC 3986 §2.1, §3.4); kturn-auth
+// (src/auth) reads its query parameters with the same rules.
 #pragma once
 
 #include <map>

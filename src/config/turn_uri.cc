@@ -121,4 +121,33 @@ Result<TurnUri> parseTurnUri(std::string_view uri) {
   return out;
 }
 
+std::string formatTurnUri(ListenerProtocol protocol, std::string_view host, int port) {
+  std::string_view scheme = "turn";
+  std::string_view transport = "udp";
+  switch (protocol) {
+    case ListenerProtocol::kTurnUdp:
+      break;
+    case ListenerProtocol::kTurnTcp:
+      transport = "tcp";
+      break;
+    case ListenerProtocol::kTurnTls:
+      scheme = "turns";
+      transport = "tcp";
+      break;
+    case ListenerProtocol::kTurnDtls:
+      scheme = "turns";
+      break;
+    case ListenerProtocol::kUnknown:
+      return {};
+  }
+  const bool bracket = host.find(':') != std::string_view::npos;
+  std::string uri(scheme);
+  uri += ':';
+  if (bracket) uri += '[';
+  uri += host;
+  if (bracket) uri += ']';
+  uri += ':' + std::to_string(port) + "?transport=" + std::string(transport);
+  return uri;
+}
+
 }  // namespace kturn::config

@@ -27,4 +27,10 @@ struct TurnUri {
 
 Result<TurnUri> parseTurnUri(std::string_view uri);
 
+// The RFC 7065 URI a client (an RTCIceServer's urls) uses to reach a listener of `protocol` at
+// host:port: "turn:198.51.100.7:3478?transport=udp", "turn:...?transport=tcp" for TURN-TCP,
+// "turns:...?transport=tcp" for TURN-TLS, "turns:...?transport=udp" for TURN-DTLS. An IPv6 host
+// is bracketed. Empty for kUnknown.
+std::string formatTurnUri(ListenerProtocol protocol, std::string_view host, int port);
+
 }  // namespace kturn::config

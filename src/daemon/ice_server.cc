@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/turn_uri.h"
 #include "turn/authenticator.h"
 
 namespace kturn::daemon {
@@ -21,11 +22,10 @@ std::optional<std::string> iceServerEntry(const config::StunnerConfig& config,
   std::string host =
       !listener->public_address.empty() ? listener->public_address : listener->address;
   if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";
   const int port = listener->public_port != 0 ? listener->public_port : listener->port;
 
   nlohmann::json entry;
-  entry["urls"] = {"turn:" + host + ":" + std::to_string(port) + "?transport=udp"};
+  entry["urls"] = {config::formatTurnUri(config::ListenerProtocol::kTurnUdp, host, port)};
   switch (config.auth.authType()) {
     case config::AuthType::kStatic:
       entry["username"] = config.auth.username().value_or("");

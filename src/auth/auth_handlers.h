@@ -1,0 +1,30 @@
+// The HTTP handlers of kturn-auth, STUNner's auth service API (stunner-auth-service
+// api/stunner.yaml), served by the admin HTTP server (admin/admin_server.h):
+//   GET /     TURN REST API response {"username","password","ttl","uris"}
+//   GET /ice  RTCConfiguration {"iceServers":[{"urls","username","credential"}],
+//                               "iceTransportPolicy"}
+// Query parameters in ice_config.h. Errors: 400 for a bad query (service other than "turn"), 401
+// without the bearer token when one is configured, 404 when no listener is selected, 500 when
+// no config has arrived yet or it cannot mint a credential. Error bodies are JSON
+// {"code":<status>,"message":"..."}.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "admin/handler.h"
+#include "auth/config_holder.h"
+
+namespace kturn::auth {
+
+struct AuthHandlerOptions {
+  // When not empty, requests must carry "Authorization: Bearer <token>".
+  std::string bearer_token{};
+  std::function<std::chrono::system_clock::time_point()> clock = std::chrono::system_clock::now;
+};
+
+admin::Handler turnAuthHandler(const ConfigHolder& configs, AuthHandlerOptions options);
+admin::Handler iceAuthHandler(const ConfigHolder& configs, AuthHandlerOptions options);
+
+}  // namespace kturn::auth

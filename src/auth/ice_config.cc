@@ -1,0 +1,108 @@
+#include "auth/ice_config.h"
+
+#include <charconv>
+
+#include "cds/url_util.h"
+#include "config/turn_uri.h"
+
+namespace kturn::auth {
+namespace {
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(sep, start);
+    parts.push_back(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return parts;
+    start = end + 1;
+  }
+}
+
+bool isWildcard(std::string_view host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+bool selected(const IceQuery& q, const ListenerId& id) {
+  if (!q.namespace_name) return true;
+  if (*q.namespace_name != id.namespace_name) return false;
+  if (!q.gateway) return true;
+  if (*q.gateway != id.gateway) return false;
+  return !q.listener || *q.listener == id.listener;
+}
+
+}  // namespace
+
+Result<IceQuery> parseIceQuery(std::string_view query) {
+  const auto params = cds::parseQuery(query);
+  if (!params) return makeError(Error::Code::kInvalidArgument, "malformed query string");
+  IceQuery q;
+  const auto get = [&](const char* key) -> const std::string* {
+    const auto it = params->find(key);
+    return it == params->end() ? nullptr : &it->second;
+  };
+  if (const auto* v = get("service")) q.service = *v;
+  if (const auto* v = get("username")) q.username = *v;
+  if (const auto* v = get("ttl")) {
+    int64_t ttl = -1;
+    const auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), ttl);
+    if (v->empty() || ec != std::errc() || ptr != v->data() + v->size() || ttl < 0) {
+      return makeError(Error::Code::kInvalidArgument,
+                       "ttl: must be a non-negative integer number of seconds");
+    }
+    q.ttl = std::chrono::seconds(ttl);
+  }
+  if (const auto* v = get("namespace")) q.namespace_name = *v;
+  if (const auto* v = get("gateway")) q.gateway = *v;
+  if (const auto* v = get("listener")) q.listener = *v;
+  if (const auto* v = get("public-addr")) q.public_addr = *v;
+  if (const auto* v = get("iceTransportPolicy")) {
+    if (*v != "all" && *v != "relay" && *v != "public") {
+      return makeError(Error::Code::kInvalidArgument,
+                       "iceTransportPolicy: must be all, relay or public");
+    }
+    q.ice_transport_policy = *v;
+  }
+  return q;
+}
+
+ListenerId listenerId(const config::StunnerConfig& config, const config::Listener& listener) {
+  const auto tokens = split(listener.name, '/');
+  if (tokens.size() == 3) {
+    return {std::string(tokens[0]), std::string(tokens[1]), std::string(tokens[2])};
+  }
+  ListenerId id{.listener = listener.name};
+  const auto gw = split(config.admin.name, '/');
+  if (gw.size() == 2) {
+    id.namespace_name = std::string(gw[0]);
+    id.gateway = std::string(gw[1]);
+  }
+  return id;
+}
+
+std::vector<std::string> listenerUris(const config::StunnerConfig& config, const IceQuery& query) {
+  std::vector<std::string> uris;
+  for (const config::Listener& l : config.listeners) {
+    if (!selected(query, listenerId(config, l))) continue;
+    std::string host = query.public_addr.value_or("");
+    if (host.empty()) host = !l.public_address.empty() ? l.public_address : l.address;
+    if (isWildcard(host)) continue;
+    const int port = l.public_port != 0 ? l.public_port : l.port;
+    std::string uri = config::formatTurnUri(l.protocolType(), host, port);
+    if (!uri.empty()) uris.push_back(std::move(uri));
+  }
+  return uris;
+}
+
+Result<IceServer> iceServer(const config::StunnerConfig& config, const IceQuery& query,
+                            std::chrono::system_clock::time_point now) {
+  IceServer server;
+  server.urls = listenerUris(config, query);
+  if (server.urls.empty()) return server;
+  auto credential = mintCredential(config.auth, query.username, now, query.ttl);
+  if (!credential) return credential.error();
+  server.credential = std::move(*credential);
+  return server;
+}
+
+}  // namespace kturn::auth

@@ -1,0 +1,69 @@
+// The ICE configuration kturn-auth answers with, built from one dataplane config and the query
+// parameters of STUNner's auth service API (stunner-auth-service api/stunner.yaml):
+//   service             must be "turn"
+//   username            user id in ephemeral usernames ("<expiry>:<username>"); default empty
+//   ttl                 credential lifetime in seconds; default 86400
+//   namespace, gateway, listener
+//                       which listeners' URIs to return; as in STUNner, `gateway` only counts
+//                       with `namespace`, and `listener` only with both
+//   public-addr         the host to put in the URIs instead of the listeners' addresses
+//   iceTransportPolicy  echoed in /ice: all (default), relay or public
+//
+// Listener names: the operator renders "<namespace>/<gateway>/<listener>". A listener with a
+// name of another shape (a standalone kturnd config) takes namespace and gateway from
+// admin.name when that reads "<namespace>/<gateway>", and its whole name as the listener name.
+// STUNner's service skips such listeners; kturn serves them so a hand-written config works.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "auth/credential.h"
+#include "config/stunner_config.h"
+#include "kturn/result.h"
+
+namespace kturn::auth {
+
+struct IceQuery {
+  std::string service{};
+  std::string username{};
+  std::chrono::seconds ttl = kDefaultTtl;
+  std::optional<std::string> namespace_name{};
+  std::optional<std::string> gateway{};
+  std::optional<std::string> listener{};
+  std::optional<std::string> public_addr{};
+  std::string ice_transport_policy = "all";
+};
+
+// Parses an undecoded query string ("service=turn&ttl=600"). kInvalidArgument naming the
+// parameter for a malformed escape, a ttl that is not a non-negative integer or an unknown
+// iceTransportPolicy. Does not check `service`: the handlers answer that with STUNner's error.
+Result<IceQuery> parseIceQuery(std::string_view query);
+
+struct ListenerId {
+  std::string namespace_name;
+  std::string gateway;
+  std::string listener;
+};
+ListenerId listenerId(const config::StunnerConfig& config, const config::Listener& listener);
+
+// The RFC 7065 URIs of the listeners the query selects, in config order. A listener is left out
+// when it matches no filter, has an unknown protocol, or has no address a client could use (its
+// public_address and address are both empty or a wildcard, and no public-addr was asked for).
+std::vector<std::string> listenerUris(const config::StunnerConfig& config, const IceQuery& query);
+
+// One RTCIceServer entry.
+struct IceServer {
+  std::vector<std::string> urls;
+  Credential credential;
+};
+
+// The URIs of listenerUris() with a credential minted at `now` (mintCredential's errors). Empty
+// urls when no listener is selected: the caller answers 404 then, as STUNner's service.
+Result<IceServer> iceServer(const config::StunnerConfig& config, const IceQuery& query,
+                            std::chrono::system_clock::time_point now);
+
+}  // namespace kturn::auth

@@ -1,0 +1,110 @@
+// kturn-auth: mints TURN credentials and ICE server lists for WebRTC clients, drop-in for
+// STUNner's auth service (GET /?service=turn, GET /ice?service=turn; see docs/auth.md).
+//   kturn-auth -c /etc/kturn/stunnerd.conf                       a dataplane config file
+//   kturn-auth -c http://stunner-cds:13478 --id ns/gateway        one gateway's config over CDS
+//   kturn-auth -c FILE --port 8088 --token-file /var/run/token    bearer-token protected
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "admin/admin_server.h"
+#include "auth/auth_handlers.h"
+#include "auth/config_follower.h"
+#include "cds/origin.h"
+#include "common/log.h"
+
+namespace {
+
+kturn::Result<std::string> readToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return kturn::makeError(kturn::Error::Code::kNotFound, path + ": cannot open");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string token = buffer.str();
+  const auto first = token.find_first_not_of(" \t\r\n");
+  const auto last = token.find_last_not_of(" \t\r\n");
+  if (first == std::string::npos) {
+    return kturn::makeError(kturn::Error::Code::kInvalidArgument, path + ": empty token");
+  }
+  return token.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kturn-auth: TURN credential and ICE server service, STUNner-compatible"};
+  std::string origin;
+  std::string id;
+  std::string address = "0.0.0.0";
+  uint16_t port = 8088;
+  std::string token_file;
+  std::string log_spec = "all:INFO";
+  std::string log_format = "text";
+  app.add_option("-c,--config", origin,
+                 "config origin: file://PATH (or a path), or a config discovery server "
+                 "(http://, ws://, https://, wss://)")
+      ->required();
+  app.add_option("-i,--id", id, "gateway id at the config discovery server, <namespace>/<name>");
+  app.add_option("-a,--address", address, "address to listen on");
+  app.add_option("-p,--port", port, "port to listen on");
+  app.add_option("--token-file", token_file,
+                 "file holding a bearer token every request must carry (Authorization: Bearer)");
+  app.add_option("-l,--log", log_spec, "log levels, e.g. all:INFO");
+  app.add_option("--log-format", log_format, "log line format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  CLI11_PARSE(app, argc, argv);
+
+  kturn::log::setup(*kturn::log::parseFormat(log_format));
+  if (auto ok = kturn::log::configure(log_spec); !ok) {
+    std::fprintf(stderr, "kturn-auth: -l: %s\n", ok.error().message.c_str());
+    return 2;
+  }
+  if (kturn::cds::isCdsOrigin(origin) && id.empty()) {
+    std::fprintf(stderr, "kturn-auth: a config discovery origin needs --id <namespace>/<name>\n");
+    return 2;
+  }
+
+  // Threads started below inherit this mask; the main thread takes the signals with sigwait().
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  kturn::auth::AuthHandlerOptions handler_options;
+  if (!token_file.empty()) {
+    auto token = readToken(token_file);
+    if (!token) {
+      spdlog::critical("--token-file: {}", token.error().message);
+      return 1;
+    }
+    handler_options.bearer_token = std::move(*token);
+  }
+
+  kturn::auth::ConfigHolder configs;
+  kturn::auth::ConfigFollower follower({.origin = origin, .id = id}, configs);
+  if (auto started = follower.start(); !started) {
+    spdlog::critical("{}", started.error().message);
+    return 1;
+  }
+  kturn::admin::AdminServer server({.host = address, .port = port});
+  server.handle("/", kturn::auth::turnAuthHandler(configs, handler_options));
+  server.handle("/ice", kturn::auth::iceAuthHandler(configs, handler_options));
+  if (auto started = server.start(); !started) {
+    spdlog::critical("{}", started.error().message);
+    return 1;
+  }
+  spdlog::info("kturn-auth listening on http://{}:{}", address, server.port());
+
+  int signal_number = 0;
+  sigwait(&set, &signal_number);
+  spdlog::info("signal {}: stopping", signal_number);
+  server.stop();
+  follower.stop();
+  return 0;
+}

@@ -1,0 +1,152 @@
+#include "auth/auth_handlers.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "admin/admin_server.h"
+#include "admin/test_http_client.h"
+#include "config/parser.h"
+#include "turn/authenticator.h"
+
+namespace kturn::auth {
+namespace {
+
+using nlohmann::json;
+const auto kNow = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+
+config::StunnerConfig ephemeralConfig(const std::string& secret) {
+  auto config = config::parseConfig(R"(
+version: v1
+admin: {name: media/gw}
+auth: {type: ephemeral, credentials: {secret: )" +
+                                    secret + R"(}}
+listeners:
+  - {name: media/gw/udp, protocol: TURN-UDP, address: 127.0.0.1, port: 3478}
+  - {name: media/gw/tcp, protocol: TURN-TCP, address: 127.0.0.1, port: 3479}
+)");
+  EXPECT_TRUE(config) << config.error().message;
+  return *config;
+}
+
+admin::Request get(std::string path, std::string query, std::string authorization = "") {
+  return {.method = "GET",
+          .target = path + "?" + query,
+          .path = path,
+          .query = std::move(query),
+          .authorization = std::move(authorization)};
+}
+
+class AuthHandlersTest : public ::testing::Test {
+ protected:
+  AuthHandlersTest() { configs_.set(ephemeralConfig("s3cret")); }
+
+  AuthHandlerOptions options(std::string token = "") {
+    return {.bearer_token = std::move(token), .clock = [] { return kNow; }};
+  }
+
+  ConfigHolder configs_;
+};
+
+TEST_F(AuthHandlersTest, TurnRestApiResponse) {
+  const auto handler = turnAuthHandler(configs_, options());
+  const auto r = handler(get("/", "service=turn&username=alice&ttl=600"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.content_type, "application/json; charset=utf-8");
+  const auto j = json::parse(r.body);
+  EXPECT_EQ(j["username"], "1800000600:alice");
+  EXPECT_EQ(j["password"], turn::restPassword("s3cret", "1800000600:alice"));
+  EXPECT_EQ(j["ttl"], 600);
+  EXPECT_EQ(j["uris"], json::array({"turn:127.0.0.1:3478?transport=udp",
+                                    "turn:127.0.0.1:3479?transport=tcp"}));
+}
+
+TEST_F(AuthHandlersTest, DefaultTtlIsOneDay) {
+  const auto r = turnAuthHandler(configs_, options())(get("/", "service=turn"));
+  ASSERT_EQ(r.status, 200u);
+  const auto j = json::parse(r.body);
+  EXPECT_EQ(j["ttl"], 86400);
+  EXPECT_EQ(j["username"], "1800086400:");
+}
+
+TEST_F(AuthHandlersTest, IceConfigResponse) {
+  const auto handler = iceAuthHandler(configs_, options());
+  const auto r = handler(get("/ice",
+                             "service=turn&username=bob&namespace=media&gateway=gw&listener=udp"
+                             "&iceTransportPolicy=relay&public-addr=198.51.100.1"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const auto j = json::parse(r.body);
+  EXPECT_EQ(j["iceTransportPolicy"], "relay");
+  ASSERT_EQ(j["iceServers"].size(), 1u);
+  const auto& server = j["iceServers"][0];
+  EXPECT_EQ(server["urls"], json::array({"turn:198.51.100.1:3478?transport=udp"}));
+  const std::string username = server["username"];
+  EXPECT_EQ(username, "1800086400:bob");
+  EXPECT_EQ(server["credential"], turn::restPassword("s3cret", username));
+  EXPECT_EQ(json::parse(handler(get("/ice", "service=turn")).body)["iceTransportPolicy"], "all");
+}
+
+TEST_F(AuthHandlersTest, ErrorsAreJson) {
+  const auto turn = turnAuthHandler(configs_, options());
+  const auto ice = iceAuthHandler(configs_, options());
+  for (const auto& r : {turn(get("/", "")), turn(get("/", "service=stun")),
+                        ice(get("/ice", "service=foo")), turn(get("/", "service=turn&ttl=x"))}) {
+    EXPECT_EQ(r.status, 400u);
+    EXPECT_EQ(json::parse(r.body)["code"], 400);
+  }
+  EXPECT_EQ(json::parse(turn(get("/", "")).body)["message"], R"("service" must be "turn")");
+  EXPECT_EQ(turn(get("/", "service=turn&namespace=other")).status, 404u);
+  EXPECT_EQ(ice(get("/ice", "service=turn&namespace=other")).status, 404u);
+  EXPECT_EQ(turn(get("/foo", "service=turn")).status, 404u);
+
+  ConfigHolder empty;
+  EXPECT_EQ(turnAuthHandler(empty, options())(get("/", "service=turn")).status, 500u);
+  ConfigHolder none;
+  auto config = ephemeralConfig("x");
+  config.auth = {.type = "none"};
+  none.set(config);
+  EXPECT_EQ(iceAuthHandler(none, options())(get("/ice", "service=turn")).status, 500u);
+}
+
+TEST_F(AuthHandlersTest, BearerToken) {
+  const auto handler = turnAuthHandler(configs_, options("t0ken"));
+  EXPECT_EQ(handler(get("/", "service=turn")).status, 401u);
+  EXPECT_EQ(handler(get("/", "service=turn", "Bearer wrong")).status, 401u);
+  EXPECT_EQ(handler(get("/", "service=turn", "Basic t0ken")).status, 401u);
+  EXPECT_EQ(handler(get("/", "service=turn", "Bearer t0ken")).status, 200u);
+}
+
+TEST_F(AuthHandlersTest, EachRequestUsesTheCurrentConfig) {
+  const auto handler = turnAuthHandler(configs_, options());
+  const auto before = json::parse(handler(get("/", "service=turn&username=u")).body);
+  configs_.set(ephemeralConfig("rotated"));
+  const auto after = json::parse(handler(get("/", "service=turn&username=u")).body);
+  EXPECT_EQ(before["password"],
+            turn::restPassword("s3cret", before["username"].get<std::string>()));
+  EXPECT_EQ(after["password"], turn::restPassword("rotated", after["username"].get<std::string>()));
+}
+
+// Through the admin HTTP server, as kturn-auth serves it: the Authorization header reaches the
+// handler, the Go routing rule sends /ice to its own handler.
+TEST_F(AuthHandlersTest, ServedOverHttp) {
+  admin::AdminServer server({.host = "127.0.0.1", .port = 0});
+  server.handle("/", turnAuthHandler(configs_, options("t0ken")));
+  server.handle("/ice", iceAuthHandler(configs_, options("t0ken")));
+  ASSERT_TRUE(server.start());
+  const auto unauthorized = admin::testing::httpGet(server.port(), "/?service=turn");
+  ASSERT_TRUE(unauthorized);
+  EXPECT_EQ(unauthorized->status, 401);
+
+  admin::testing::TestConnection connection(server.port());
+  ASSERT_TRUE(connection.connected());
+  ASSERT_TRUE(connection.send(
+      "GET /ice?service=turn HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0ken\r\n\r\n"));
+  const auto reply = connection.readReply();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(json::parse(reply->body)["iceServers"][0]["urls"].size(), 2u);
+  server.stop();
+}
+
+}  // namespace
+}  // namespace kturn::auth

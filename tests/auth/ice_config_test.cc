@@ -1,0 +1,131 @@
+#include "auth/ice_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/parser.h"
+
+namespace kturn::auth {
+namespace {
+
+using ::testing::ElementsAre;
+
+config::StunnerConfig parse(const char* yaml) {
+  auto config = config::parseConfig(yaml);
+  EXPECT_TRUE(config) << config.error().message;
+  return *config;
+}
+
+// Four listeners as the operator renders them: "<namespace>/<gateway>/<listener>".
+constexpr const char* kGatewayConfig = R"(
+version: v1
+admin: {name: media/gw}
+auth: {type: ephemeral, credentials: {secret: s3cret}}
+listeners:
+  - {name: media/gw/udp, protocol: TURN-UDP, address: 10.0.0.1, port: 3478,
+     public_address: 198.51.100.7, public_port: 30478}
+  - {name: media/gw/tcp, protocol: TURN-TCP, address: 10.0.0.1, port: 3478,
+     public_address: 198.51.100.7}
+  - {name: media/other/tls, protocol: TURN-TLS, address: 10.0.0.2, port: 443,
+     cert: Y2VydA==, key: a2V5}
+  - {name: team/gw/dtls, protocol: TURN-DTLS, address: "2001:db8::1", port: 5349,
+     cert: Y2VydA==, key: a2V5}
+)";
+
+TEST(ParseIceQuery, DefaultsAndDecoding) {
+  const auto q = parseIceQuery("service=turn&username=a%20b&namespace=media");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->service, "turn");
+  EXPECT_EQ(q->username, "a b");
+  EXPECT_EQ(q->ttl, kDefaultTtl);
+  EXPECT_EQ(q->namespace_name, "media");
+  EXPECT_FALSE(q->gateway);
+  EXPECT_EQ(q->ice_transport_policy, "all");
+
+  const auto all = parseIceQuery(
+      "service=turn&ttl=600&gateway=g&listener=l&public-addr=203.0.113.1&iceTransportPolicy=relay");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->ttl, std::chrono::seconds(600));
+  EXPECT_EQ(all->public_addr, "203.0.113.1");
+  EXPECT_EQ(all->ice_transport_policy, "relay");
+}
+
+TEST(ParseIceQuery, RejectsBadValuesNamingTheParameter) {
+  for (const char* bad : {"ttl=abc", "ttl=-1", "ttl=", "ttl=10s"}) {
+    const auto q = parseIceQuery(bad);
+    ASSERT_FALSE(q) << bad;
+    EXPECT_NE(q.error().message.find("ttl"), std::string::npos);
+  }
+  EXPECT_FALSE(parseIceQuery("iceTransportPolicy=none"));
+  EXPECT_FALSE(parseIceQuery("username=%zz"));
+}
+
+TEST(ListenerUris, Rfc7065FormsFromPublicOrBindAddress) {
+  const auto config = parse(kGatewayConfig);
+  EXPECT_THAT(
+      listenerUris(config, {}),
+      ElementsAre("turn:198.51.100.7:30478?transport=udp", "turn:198.51.100.7:3478?transport=tcp",
+                  "turns:10.0.0.2:443?transport=tcp", "turns:[2001:db8::1]:5349?transport=udp"));
+}
+
+TEST(ListenerUris, FiltersAsStunnerNamespaceThenGatewayThenListener) {
+  const auto config = parse(kGatewayConfig);
+  EXPECT_EQ(listenerUris(config, {.namespace_name = "media"}).size(), 3u);
+  EXPECT_EQ(listenerUris(config, {.namespace_name = "media", .gateway = "gw"}).size(), 2u);
+  EXPECT_THAT(listenerUris(config, {.namespace_name = "media", .gateway = "gw", .listener = "tcp"}),
+              ElementsAre("turn:198.51.100.7:3478?transport=tcp"));
+  // `gateway` alone and `listener` without `gateway` are ignored, as in STUNner.
+  EXPECT_EQ(listenerUris(config, {.gateway = "nope"}).size(), 4u);
+  EXPECT_EQ(listenerUris(config, {.namespace_name = "team", .listener = "nope"}).size(), 1u);
+  EXPECT_TRUE(listenerUris(config, {.namespace_name = "nope"}).empty());
+}
+
+TEST(ListenerUris, PublicAddrOverridesEveryHost) {
+  const auto config = parse(kGatewayConfig);
+  const auto uris = listenerUris(config, {.namespace_name = "media", .public_addr = "203.0.113.9"});
+  EXPECT_THAT(uris, ElementsAre("turn:203.0.113.9:30478?transport=udp",
+                                "turn:203.0.113.9:3478?transport=tcp",
+                                "turns:203.0.113.9:443?transport=tcp"));
+}
+
+TEST(ListenerUris, WildcardWithoutPublicAddressIsSkipped) {
+  const auto config = parse(R"(
+version: v1
+auth: {type: static, credentials: {username: u, password: p}}
+listeners: [{name: l, protocol: TURN-UDP, address: 0.0.0.0, port: 3478}]
+)");
+  EXPECT_TRUE(listenerUris(config, {}).empty());
+  EXPECT_THAT(listenerUris(config, {.public_addr = "192.0.2.1"}),
+              ElementsAre("turn:192.0.2.1:3478?transport=udp"));
+}
+
+TEST(ListenerId, StandaloneNamesTakeNamespaceAndGatewayFromAdminName) {
+  const auto config = parse(R"(
+version: v1
+admin: {name: ns1/gw1}
+auth: {type: static, credentials: {username: u, password: p}}
+listeners: [{name: udp, protocol: TURN-UDP, address: 127.0.0.1, port: 3478}]
+)");
+  const ListenerId id = listenerId(config, config.listeners[0]);
+  EXPECT_EQ(id.namespace_name, "ns1");
+  EXPECT_EQ(id.gateway, "gw1");
+  EXPECT_EQ(id.listener, "udp");
+  EXPECT_EQ(
+      listenerUris(config, {.namespace_name = "ns1", .gateway = "gw1", .listener = "udp"}).size(),
+      1u);
+}
+
+TEST(IceServer, MintsOneCredentialForAllSelectedUris) {
+  const auto config = parse(kGatewayConfig);
+  const auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  const auto server = iceServer(config, {.username = "bob", .ttl = std::chrono::seconds(60)}, now);
+  ASSERT_TRUE(server);
+  EXPECT_EQ(server->urls.size(), 4u);
+  EXPECT_EQ(server->credential.username, "1800000060:bob");
+  const auto none = iceServer(config, {.namespace_name = "nope"}, now);
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->urls.empty());
+}
+
+}  // namespace
+}  // namespace kturn::auth

@@ -37,6 +37,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   active.samples.push_back({{}, static_cast<double>(stats.allocations)});
   out.push_back(std::move(active));
 
+  auto connections = admin::familyOf(st::kListenerConnections);
+  auto connections_total = admin::familyOf(st::kListenerConnectionsTotal);
   auto packets = admin::familyOf(st::kListenerPacketsTotal);
   auto bytes = admin::familyOf(st::kListenerBytesTotal);
   auto created = admin::familyOf(ks::kAllocationsCreatedTotal);
@@ -51,6 +53,10 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     const ListenerTraffic& t = at(stats.traffic, l.id);
     const turn::ServerStats& s = at(stats.turn_by_listener, l.id);
     const std::string_view name = l.name;
+    connections.samples.push_back(
+        {labels({{st::kLabelName, name}}), static_cast<double>(t.connections)});
+    connections_total.samples.push_back(
+        {labels({{st::kLabelName, name}}), static_cast<double>(t.connections_total)});
     packets.samples.push_back(
         {labels({{st::kLabelDirection, st::kDirectionRx}, {st::kLabelName, name}}),
          static_cast<double>(t.rx_packets)});
@@ -143,8 +149,9 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     h.sum = times.seconds[m];
     durations.histograms.push_back(std::move(h));
   }
-  for (auto* f : {&packets, &bytes, &cluster_packets, &cluster_bytes, &created, &expired, &ended,
-                  &rejected, &auth, &relayed_packets, &relayed_bytes, &drops, &durations}) {
+  for (auto* f : {&connections, &connections_total, &packets, &bytes, &cluster_packets,
+                  &cluster_bytes, &created, &expired, &ended, &rejected, &auth, &relayed_packets,
+                  &relayed_bytes, &drops, &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

@@ -150,6 +150,12 @@ void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
     s.turn = server_->stats();
     s.turn_by_listener = server_->statsByListener();
     s.clusters = server_->statsByCluster();
+    for (const auto& l : listeners_) {
+      if (!l->stream) continue;
+      ListenerTraffic& t = traffic(l->id);
+      t.connections = l->stream->connectionCount();
+      t.connections_total = l->stream->stats().accepted;
+    }
     s.traffic = traffic_;
     s.allocations = server_->allocationCount();
     s.datagrams_sent = tx_.sent();

@@ -30,11 +30,16 @@ struct ListenerTraffic {
   uint64_t rx_bytes = 0;
   uint64_t tx_packets = 0;
   uint64_t tx_bytes = 0;
+  // TURN-TCP listeners: open connections now, and accepted since start (UDP: always 0).
+  uint64_t connections = 0;
+  uint64_t connections_total = 0;
   ListenerTraffic& operator+=(const ListenerTraffic& o) {
     rx_packets += o.rx_packets;
     rx_bytes += o.rx_bytes;
     tx_packets += o.tx_packets;
     tx_bytes += o.tx_bytes;
+    connections += o.connections;
+    connections_total += o.connections_total;
     return *this;
   }
 };

@@ -12,6 +12,8 @@
   --case reconfig while uclient relays, kturnd -w applies one change after another — routes,
                   cluster endpoints, credentials, realm, log level, a listener added and
                   removed — each checked to be in force; zero packets lost.
+  --case tcp      a TURN-TCP listener: a Binding request over a raw TCP connection is answered
+                  on it; /metrics counts the open connection and the accepted total.
   --case authflood one loopback address floods Allocates with a wrong password while
                   well-behaved clients allocate and relay: none of them fails, the flood is
                   throttled (counted in /metrics, few answers drawn).
@@ -320,6 +322,32 @@ def case_reconfig(args, workdir):
         print(f"reconfig: {len(steps)} changes, {summary['recv']}/{summary['sent']} echoed")
 
 
+def case_tcp(args, workdir):
+    metrics = h.free_port()
+    settings = h.ServerSettings(auth="static", tcp=True)
+    config = h.KturndServer.config_for(settings)
+    config["admin"]["metrics_endpoint"] = f"http://127.0.0.1:{metrics}/metrics"
+    with h.KturndServer(args.kturnd, config, workdir=workdir, settings=settings,
+                        loglevel="all:INFO") as s:
+        def connections():
+            samples = metric_samples(metrics)
+            return (samples.get(("stunner_listener_connections", (("name", "tcp"),))),
+                    samples.get(("stunner_listener_connections_total", (("name", "tcp"),))))
+
+        with socket.create_connection(s.address, timeout=2) as conn:
+            request = h.StunMessage(h.BINDING, h.REQUEST)
+            conn.sendall(request.encode())
+            answer = h.StunMessage.decode(conn.recv(2048))
+            h.check(answer is not None and answer.cls == h.SUCCESS and answer.tid == request.tid,
+                    "no Binding success over TCP")
+            mapped = answer.get_xor_address(h.A_XOR_MAPPED_ADDRESS)
+            h.check(mapped == conn.getsockname(), f"XOR-MAPPED-ADDRESS {mapped} is not the "
+                                                  f"client's {conn.getsockname()}")
+            h.check(connections() == (1, 1), f"while connected: {connections()}")
+        wait_for(lambda: connections() == (0, 1), 3, "the closed connection to be counted")
+        print("tcp: Binding answered over TCP; connections gauge 1 -> 0, total 1")
+
+
 def flood(server, stop, stats, source="127.0.0.7", rate=4000, max_packets=40000):
     """Allocate requests with a wrong password from one address, paced, bounded."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -415,10 +443,12 @@ def main() -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_server_args(p)
     p.add_argument("--case", required=True,
-                   choices=("metrics", "reload", "watch", "drain", "reconfig", "authflood"))
+                   choices=("metrics", "reload", "watch", "drain", "reconfig", "authflood",
+                            "tcp"))
     args, _ = p.parse_known_args()
     cases = {"metrics": case_metrics, "reload": case_reload, "watch": case_watch,
-             "drain": case_drain, "reconfig": case_reconfig, "authflood": case_authflood}
+             "drain": case_drain, "reconfig": case_reconfig, "authflood": case_authflood,
+             "tcp": case_tcp}
     h.run_test(f"ops-{args.case}", lambda a, w: cases[a.case](a, w), p)
 
 

@@ -382,6 +382,16 @@ void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const N
   relays_.close(allocation.id);
   allocations_.removeUser(allocation.username);
   allocations_.erase(allocation.id);
+  // A deleted allocation leaves its timer entry behind until that deadline (up to an hour).
+  // Under churn those would pile up, so shed them once they outnumber the live ones: each
+  // compaction follows at least kTimerSlack deletions, keeping the cost O(1) per deletion.
+  constexpr size_t kTimerSlack = 4096;
+  if (timers_.size() > 2 * allocations_.size() + kTimerSlack) {
+    timers_.compact([this](AllocationId id, int64_t deadline) {
+      const Allocation* a = allocations_.find(id);
+      return a != nullptr && a->armed_at == deadline;
+    });
+  }
 }
 
 void Server::rearm(Allocation& allocation) {

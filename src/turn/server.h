@@ -84,6 +84,8 @@ class Server {
   // All listeners summed.
   ServerStats stats() const;
   size_t allocationCount() const { return allocations_.size(); }
+  // Timer entries held, live and stale (for tests of the memory bound under churn).
+  size_t timerEntries() const { return timers_.size(); }
   // For tests and status pages.
   Allocation* findAllocation(const FiveTuple& five_tuple) { return allocations_.find(five_tuple); }
 

@@ -56,6 +56,18 @@ class TimerWheel {
     now_ = std::max(now_, now);
   }
 
+  // Drops every entry for which `keep(handle, deadline)` is false: the owner's way to shed
+  // entries of handles that went away before their deadline. O(entries + slots).
+  template <class Keep>
+  void compact(Keep&& keep) {
+    for (auto& slot : slots_) {
+      const auto end = std::remove_if(slot.begin(), slot.end(),
+                                      [&](const Entry& e) { return !keep(e.handle, e.deadline); });
+      size_ -= static_cast<size_t>(slot.end() - end);
+      slot.erase(end, slot.end());
+    }
+  }
+
   int64_t now() const { return now_; }
   size_t size() const { return size_; }
 

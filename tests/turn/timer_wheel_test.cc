@@ -56,5 +56,15 @@ TEST(TimerWheel, HandlersMayRescheduleWhileFiring) {
   EXPECT_EQ(fired, 3);
 }
 
+TEST(TimerWheel, CompactDropsOnlyWhatTheOwnerDisowns) {
+  TimerWheel<int> wheel(16);
+  for (int h = 0; h < 10; ++h) wheel.schedule(h, 5 + h);
+  wheel.compact([](int h, int64_t) { return h % 2 == 0; });
+  EXPECT_EQ(wheel.size(), 5u);
+  std::vector<int> fired;
+  wheel.advance(100, [&](int h, int64_t) { fired.push_back(h); });
+  EXPECT_EQ(fired, (std::vector<int>{0, 2, 4, 6, 8}));
+}
+
 }  // namespace
 }  // namespace kturn::turn

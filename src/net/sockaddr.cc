@@ -3,7 +3,9 @@
 #include <netinet/in.h>
 
 #include <array>
+#include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace kturn::net {
 
@@ -45,6 +47,15 @@ TransportAddress fromSockaddr(const sockaddr* sa) {
     out.port = ntohs(sin6.sin6_port);
   }
   return out;
+}
+
+Result<TransportAddress> localAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    return makeError(Error::Code::kIo, std::string("getsockname: ") + std::strerror(errno));
+  }
+  return fromSockaddr(reinterpret_cast<const sockaddr*>(&ss));
 }
 
 }  // namespace kturn::net

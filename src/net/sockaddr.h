@@ -8,6 +8,7 @@
 
 #include <sys/socket.h>
 
+#include "kturn/result.h"
 #include "kturn/transport_address.h"
 
 namespace kturn::net {
@@ -20,5 +21,8 @@ socklen_t toSockaddr(const TransportAddress& address, sockaddr_storage& out);
 // TransportAddress (0.0.0.0:0), which no real peer has; callers on the data path only pass
 // addresses the kernel filled for an IP socket.
 TransportAddress fromSockaddr(const sockaddr* sa);
+
+// getsockname(2) of `fd` as a TransportAddress.
+Result<TransportAddress> localAddress(int fd);
 
 }  // namespace kturn::net

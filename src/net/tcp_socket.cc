@@ -65,13 +65,4 @@ Result<std::optional<Accepted>> acceptTcp(int listening_fd) {
   return std::optional<Accepted>(std::move(a));
 }
 
-Result<TransportAddress> localAddress(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-    return ioError("getsockname", errno);
-  }
-  return fromSockaddr(reinterpret_cast<const sockaddr*>(&ss));
-}
-
 }  // namespace kturn::net

@@ -15,7 +15,8 @@ struct TcpListenOptions {
   int backlog = 1024;
 };
 
-// A listening socket on `local` (port 0: an ephemeral port, see localAddress()).
+// A listening socket on `local` (port 0: an ephemeral port; net::localAddress() in
+// net/sockaddr.h tells which).
 Result<FileDescriptor> listenTcp(const TransportAddress& local, const TcpListenOptions& opts);
 
 struct Accepted {
@@ -28,8 +29,5 @@ struct Accepted {
 // accepted (the peer reset it): the caller just stops accepting for this round. Errors that
 // concern the listening socket itself (EMFILE, ENFILE, ENOBUFS) are returned.
 Result<std::optional<Accepted>> acceptTcp(int listening_fd);
-
-// getsockname(2) as a TransportAddress.
-Result<TransportAddress> localAddress(int fd);
 
 }  // namespace kturn::net

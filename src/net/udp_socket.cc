@@ -67,15 +67,6 @@ int bindTo(int fd, const TransportAddress& local) {
   return ::bind(fd, reinterpret_cast<const sockaddr*>(&ss), len) == 0 ? 0 : errno;
 }
 
-Result<TransportAddress> boundAddress(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
-    return ioError("getsockname", errno);
-  }
-  return fromSockaddr(reinterpret_cast<const sockaddr*>(&ss));
-}
-
 }  // namespace
 
 Result<UdpSocket> UdpSocket::bind(const TransportAddress& local, const UdpSocketOptions& opts) {
@@ -84,7 +75,7 @@ Result<UdpSocket> UdpSocket::bind(const TransportAddress& local, const UdpSocket
   if (int err = bindTo(fd->get(), local); err != 0) {
     return ioError("bind " + local.toString(), err);
   }
-  auto bound = boundAddress(fd->get());
+  auto bound = net::localAddress(fd->get());
   if (!bound) return bound.error();
   return UdpSocket(std::move(*fd), *bound);
 }
@@ -106,7 +97,7 @@ Result<UdpSocket> UdpSocket::bindInRange(const IpAddress& ip, uint16_t min_port,
     const int err = bindTo(fd->get(), local);
     if (err == EADDRINUSE) continue;
     if (err != 0) return ioError("bind " + local.toString(), err);
-    auto bound = boundAddress(fd->get());
+    auto bound = net::localAddress(fd->get());
     if (!bound) return bound.error();
     return UdpSocket(std::move(*fd), *bound);
   }

@@ -83,22 +83,16 @@ def run_uclient(workdir, argv, timeout=60.0):
 
 
 def case_metrics(args, workdir):
-    from prometheus_client.parser import text_string_to_metric_families
     port = h.free_port()
     with start_kturnd(args, workdir, {"metrics_endpoint": f"http://127.0.0.1:{port}/metrics"}) as s:
         _, peer_port = h.start_udp_echo_peer(workdir)
         summary = run_uclient(workdir, uclient_argv(s, peer_port, 5, 40, 5))
         h.check(summary["sent"] == 200 and summary["recv"] == 200, f"uclient: {summary}")
-        status, text = http_get(port, "/metrics")
-        h.check(status == 200, f"/metrics answered {status}")
-        samples = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+        samples = metric_samples(port)
 
         def value(series, **labels):
             key = (series, tuple(sorted(labels.items())))
-            h.check(key in samples, f"/metrics lacks {series}{labels}:\n{text[:2000]}")
+            h.check(key in samples, f"/metrics lacks {series}{labels}")
             return samples[key]
 
         relayed_rx = value("kturn_relayed_packets_total", listener="udp", direction="rx")

@@ -48,7 +48,12 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
   });
 }
 
-Worker::~Worker() { stop(); }
+Worker::~Worker() {
+  stop();
+  // Closing a stream listener calls back into the core and flush(): do it while every member
+  // is alive (members are destroyed in reverse order, tx_ and actions_ before listeners_).
+  while (!listeners_.empty()) removeListener(listeners_.back()->id);
+}
 
 Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int socket_buffer) {
   if (spec.protocol == TransportProtocol::kTcp) {
@@ -136,8 +141,12 @@ void Worker::addListener(BoundListener bound) {
 void Worker::removeListener(turn::ListenerId id) {
   for (auto it = listeners_.begin(); it != listeners_.end(); ++it) {
     if ((*it)->id != id) continue;
-    if (!(*it)->stream) loop_.remove((*it)->socket.fd());
-    listeners_.erase(it);  // a stream listener closes its connections (and their allocations)
+    std::unique_ptr<Listener> doomed = std::move(*it);
+    listeners_.erase(it);
+    if (!doomed->stream) loop_.remove(doomed->socket.fd());
+    // A stream listener closes its connections (and ends their allocations) here, with
+    // listeners_ already consistent for the flush() its callbacks run.
+    doomed.reset();
     break;
   }
   // Its clients can no longer reach their allocations: end them now rather than at expiry.

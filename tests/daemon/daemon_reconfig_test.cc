@@ -1,11 +1,16 @@
 // Live reconfiguration of a running daemon over real loopback sockets: listeners added, removed
 // and moved touch only themselves; a config that cannot be applied changes nothing.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "daemon/daemon.h"
+#include "net/sockaddr.h"
 #include "turn_test_client.h"
 
 namespace kturn::daemon {
@@ -37,15 +42,16 @@ class DaemonReconfigTest : public ::testing::Test {
     std::filesystem::remove(path_);
   }
 
-  void writeConfig(const std::vector<std::pair<std::string, uint16_t>>& listeners) {
+  void writeConfig(const std::vector<std::pair<std::string, uint16_t>>& listeners,
+                   const char* protocol = "TURN-UDP") {
     std::ofstream out(path_);
     out << "version: v1\n"
            "admin: {name: t, healthcheck_endpoint: \"\"}\n"
            "auth: {type: static, realm: kturn.test, credentials: {username: u, password: p}}\n"
            "listeners:\n";
     for (const auto& [name, port] : listeners) {
-      out << "  - {name: " << name << ", protocol: TURN-UDP, address: 127.0.0.1, port: " << port
-          << ", routes: [c]}\n";
+      out << "  - {name: " << name << ", protocol: " << (name == "t" ? "TURN-TCP" : protocol)
+          << ", address: 127.0.0.1, port: " << port << ", routes: [c]}\n";
     }
     out << "clusters: [{name: c, type: STATIC, endpoints: [127.0.0.1/32]}]\n";
   }
@@ -114,6 +120,40 @@ TEST_F(DaemonReconfigTest, ATakenPortRejectsTheWholeConfig) {
   EXPECT_TRUE(client(port_a_).binding().success);
   EXPECT_EQ(daemon_->loaded().config.listeners.size(), 1u);
   EXPECT_EQ(daemon_->loaded().config.listeners[0].name, "a");
+}
+
+// A TCP client connected to kturnd, for listener removal and shutdown with connections open.
+int connectTcp(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage ss;
+  const socklen_t len = net::toSockaddr(loopback(port), ss);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&ss), len), 0);
+  return fd;
+}
+
+bool closedByServer(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 2000) <= 0) return false;
+  uint8_t buf[16];
+  return ::recv(fd, buf, sizeof buf, MSG_DONTWAIT) <= 0;
+}
+
+TEST_F(DaemonReconfigTest, ATcpListenerGoesAwayWithItsConnectionsAndSoDoesTheDaemon) {
+  writeConfig({{"a", port_a_}, {"t", port_b_}});
+  ASSERT_TRUE(daemon_->reload());
+  const int first = connectTcp(port_b_);
+  writeConfig({{"a", port_a_}});
+  ASSERT_TRUE(daemon_->reload());
+  EXPECT_TRUE(closedByServer(first)) << "the removed TCP listener left its connection open";
+  ::close(first);
+
+  writeConfig({{"a", port_a_}, {"t", port_b_}});
+  ASSERT_TRUE(daemon_->reload());
+  const int second = connectTcp(port_b_);
+  EXPECT_TRUE(client(port_a_).binding().success);
+  daemon_.reset();  // shutdown with a TCP connection open: no crash, the connection closes
+  EXPECT_TRUE(closedByServer(second));
+  ::close(second);
 }
 
 TEST_F(DaemonReconfigTest, AnInvalidConfigNamesTheFieldAndChangesNothing) {

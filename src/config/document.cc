@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "common/nesting.h"
+
 namespace kturn::config {
 namespace {
 
@@ -14,31 +16,6 @@ constexpr size_t kMaxNodes = 1'000'000;
 
 Error malformed(std::string message) {
   return makeError(Error::Code::kMalformed, std::move(message));
-}
-
-// Flow brackets nest without bound in both formats and both parsers recurse on them; reject deep
-// nesting before either parser sees it. Quotes are honoured roughly; a false alarm needs hundreds
-// of brackets inside one string.
-bool nestsTooDeep(std::string_view text) {
-  int depth = 0;
-  char quote = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quote != 0) {
-      if (c == '\\' && quote == '"') {
-        ++i;
-      } else if (c == quote) {
-        quote = 0;
-      }
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '[' || c == '{') {
-      if (++depth > 4 * kMaxDepth) return true;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return false;
 }
 
 class YamlConverter {
@@ -115,7 +92,7 @@ Result<Json> readJson(std::string_view text) {
 }  // namespace
 
 Result<Json> readDocument(std::string_view text) {
-  if (nestsTooDeep(text)) return malformed("config: brackets nest too deeply");
+  if (nestsTooDeep(text, 4 * kMaxDepth)) return malformed("config: brackets nest too deeply");
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') {
     auto json = readJson(text);

@@ -230,7 +230,7 @@ nlohmann::json Daemon::statusDocument() {
     admin::TrafficStats traffic;
     for (size_t id = 1; id < cluster_names.size() && id < stats.clusters.size(); ++id) {
       if (cluster_names[id] != c.value("name", "")) continue;
-      const turn::ClusterTraffic& t = stats.clusters[id];
+      const turn::TrafficCounters& t = stats.clusters[id];
       traffic.rx = {t.rx_packets, t.rx_bytes, 0};
       traffic.tx = {t.tx_packets, t.tx_bytes, 0};
     }

@@ -124,7 +124,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   const auto& names = dataplane.turn->cluster_names;
   for (size_t id = 1; id < names.size(); ++id) {
     if (names[id].empty()) continue;  // a cluster of an earlier config
-    const turn::ClusterTraffic& t = at(stats.clusters, id);
+    const turn::TrafficCounters& t = at(stats.clusters, id);
     for (const auto& [direction, packets_value, bytes_value] :
          {std::tuple{st::kDirectionRx, t.rx_packets, t.rx_bytes},
           std::tuple{st::kDirectionTx, t.tx_packets, t.tx_bytes}}) {

@@ -25,19 +25,12 @@
 namespace kturn::daemon {
 
 // Client-side traffic of one listener, seen from kturnd: rx from clients, tx to clients.
-struct ListenerTraffic {
-  uint64_t rx_packets = 0;
-  uint64_t rx_bytes = 0;
-  uint64_t tx_packets = 0;
-  uint64_t tx_bytes = 0;
+struct ListenerTraffic : turn::TrafficCounters {
   // TURN-TCP listeners: open connections now, and accepted since start (UDP: always 0).
   uint64_t connections = 0;
   uint64_t connections_total = 0;
   ListenerTraffic& operator+=(const ListenerTraffic& o) {
-    rx_packets += o.rx_packets;
-    rx_bytes += o.rx_bytes;
-    tx_packets += o.tx_packets;
-    tx_bytes += o.tx_bytes;
+    turn::TrafficCounters::operator+=(o);
     connections += o.connections;
     connections_total += o.connections_total;
     return *this;
@@ -48,7 +41,7 @@ struct WorkerStats {
   turn::ServerStats turn;                           // all listeners
   std::vector<turn::ServerStats> turn_by_listener;  // indexed by ListenerId
   std::vector<ListenerTraffic> traffic;             // indexed by ListenerId
-  std::vector<turn::ClusterTraffic> clusters;       // indexed by ClusterId
+  std::vector<turn::TrafficCounters> clusters;      // indexed by ClusterId
   uint64_t allocations = 0;
   uint64_t datagrams_received = 0;
   uint64_t datagrams_truncated = 0;

@@ -7,6 +7,8 @@
 #include <limits>
 #include <string>
 
+#include "common/nesting.h"
+
 namespace kturn::k8s {
 namespace {
 
@@ -136,31 +138,6 @@ class YamlConverter {
   size_t nodes_ = 0;
 };
 
-// Flow brackets nest without bound and both parsers recurse on them; refuse deep nesting before
-// either sees it. Quotes are honoured roughly: a false alarm needs hundreds of brackets in a
-// string.
-bool nestsTooDeep(std::string_view text) {
-  int depth = 0;
-  char quote = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quote != 0) {
-      if (c == '\\' && quote == '"') {
-        ++i;
-      } else if (c == quote) {
-        quote = 0;
-      }
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '[' || c == '{') {
-      if (++depth > 4 * kMaxDepth) return true;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return false;
-}
-
 bool looksLikeJson(std::string_view text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   return first != std::string_view::npos && (text[first] == '{' || text[first] == '[');
@@ -195,7 +172,7 @@ Result<void> collect(Json doc, size_t index, std::vector<Object>& out) {
 }  // namespace
 
 Result<std::vector<Json>> readYamlDocuments(std::string_view text) {
-  if (nestsTooDeep(text)) return malformed("yaml: brackets nest too deeply");
+  if (nestsTooDeep(text, 4 * kMaxDepth)) return malformed("yaml: brackets nest too deeply");
   std::vector<Json> docs;
   try {
     const std::vector<YAML::Node> nodes = YAML::LoadAll(std::string(text));
@@ -213,7 +190,7 @@ Result<std::vector<Json>> readYamlDocuments(std::string_view text) {
 }
 
 Result<std::vector<Object>> loadManifests(std::string_view text) {
-  if (nestsTooDeep(text)) return malformed("yaml: brackets nest too deeply");
+  if (nestsTooDeep(text, 4 * kMaxDepth)) return malformed("yaml: brackets nest too deeply");
   std::vector<Json> docs;
   if (looksLikeJson(text)) {
     try {

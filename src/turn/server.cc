@@ -461,7 +461,7 @@ bool Server::admitsPacket(const Allocation& a, Permission& permission, const Tra
 
 void Server::countCluster(ClusterId cluster, bool to_peer, size_t bytes) {
   if (cluster >= cluster_stats_.size()) cluster_stats_.resize(cluster + 1);
-  ClusterTraffic& t = cluster_stats_[cluster];
+  TrafficCounters& t = cluster_stats_[cluster];
   if (to_peer) {
     ++t.tx_packets;
     t.tx_bytes += bytes;

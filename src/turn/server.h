@@ -80,7 +80,7 @@ class Server {
   // Counters per listener, indexed by ListenerId (slot 0: peer packets for unknown allocations).
   const std::vector<ServerStats>& statsByListener() const { return stats_; }
   // Relayed traffic per cluster, indexed by ClusterId (slot 0: not attributed).
-  const std::vector<ClusterTraffic>& statsByCluster() const { return cluster_stats_; }
+  const std::vector<TrafficCounters>& statsByCluster() const { return cluster_stats_; }
   // All listeners summed.
   ServerStats stats() const;
   size_t allocationCount() const { return allocations_.size(); }
@@ -166,7 +166,7 @@ class Server {
 
   std::vector<ServerStats> stats_;
   ServerStats* cur_ = nullptr;
-  std::vector<ClusterTraffic> cluster_stats_;  // by ClusterId
+  std::vector<TrafficCounters> cluster_stats_;  // by ClusterId
   // Per listener id, like stats_: the listener's bandwidth budget {to peers, to clients}.
   std::vector<std::array<TokenBucket, 2>> listener_budget_;
   uint16_t last_request_method_ = 0;

@@ -63,14 +63,14 @@ struct ServerStats {
   }
 };
 
-// Relayed application traffic of one cluster, as STUNner counts it: rx from the cluster's
-// peers, tx to them.
-struct ClusterTraffic {
+// Packets and bytes each way: per cluster (rx from the cluster's peers, tx to them, as STUNner
+// counts it) and, in the daemon, per listener.
+struct TrafficCounters {
   uint64_t rx_packets = 0;
   uint64_t rx_bytes = 0;
   uint64_t tx_packets = 0;
   uint64_t tx_bytes = 0;
-  ClusterTraffic& operator+=(const ClusterTraffic& o) {
+  TrafficCounters& operator+=(const TrafficCounters& o) {
     rx_packets += o.rx_packets;
     rx_bytes += o.rx_bytes;
     tx_packets += o.tx_packets;

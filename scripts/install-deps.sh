@@ -18,7 +18,7 @@ packages=(
   # tests/deploy reads the CRDs and manifests
   python3-yaml
   # tools the tests use
-  iproute2 procps
+  iproute2 procps openssl
 )
 
 missing=()

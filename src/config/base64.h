@@ -1,5 +1,5 @@
 // Base64 (RFC 4648 §4, standard alphabet, padded) for the TLS material in listener configs.
-// Private to src/config.
+// Used by src/config and by the daemon, which decodes listener certificates.
 #pragma once
 
 #include <optional>

@@ -20,6 +20,14 @@
 namespace kturn::daemon {
 namespace {
 
+// Whether a listener needs new sockets: another address, or another transport (TCP and TLS are
+// both TCP sockets, but a plain connection cannot become a TLS one). A new certificate alone
+// does not: the running listener takes the new context.
+bool movedOrChanged(const ListenerSpec& before, const ListenerSpec& now) {
+  return before.address != now.address || before.protocol != now.protocol ||
+         (before.tls == nullptr) != (now.tls == nullptr);
+}
+
 std::vector<IpAddress> resolve(const std::string& host) {
   std::vector<IpAddress> out;
   addrinfo hints{};
@@ -366,13 +374,13 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
   };
   for (const ListenerSpec& old : dataplane_->listeners) {
     const ListenerSpec* now = find(*next, old.id);
-    if (now == nullptr || now->address != old.address || now->protocol != old.protocol) {
+    if (now == nullptr || movedOrChanged(old, *now)) {
       removed.push_back(old.id);
     }
   }
   for (const ListenerSpec& l : next->listeners) {
     const ListenerSpec* before = find(*dataplane_, l.id);
-    if (before == nullptr || before->address != l.address || before->protocol != l.protocol) {
+    if (before == nullptr || movedOrChanged(*before, l)) {
       added.push_back(&l);
     }
   }
@@ -400,8 +408,10 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
   }
   for (const ListenerSpec* l : added) {
     spdlog::info("listener {}: TURN-{} on {} ({} workers)", l->name,
-                 l->protocol == TransportProtocol::kTcp ? "TCP" : "UDP", l->address.toString(),
-                 workers_.size());
+                 l->tls                                   ? "TLS"
+                 : l->protocol == TransportProtocol::kTcp ? "TCP"
+                                                          : "UDP",
+                 l->address.toString(), workers_.size());
   }
   const bool first = loaded_.description.empty();
   const std::string previous_levels = loaded_.config.admin.loglevel;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kturn/transport_address.h"
+#include "net/tls_context.h"
 #include "turn/server_config.h"
 
 namespace kturn::daemon {
@@ -14,8 +15,12 @@ namespace kturn::daemon {
 struct ListenerSpec {
   turn::ListenerId id = 0;
   std::string name;
-  // TURN-UDP or TURN-TCP (a UDP and a TCP listener may share a port number).
+  // TURN-UDP or TURN-TCP (a UDP and a TCP listener may share a port number); TURN-TLS is TCP
+  // with `tls` set.
   TransportProtocol protocol = TransportProtocol::kUdp;
+  // The certificate of a TURN-TLS listener. A listener whose certificate changes keeps its
+  // sockets and connections; new connections get the new context.
+  net::TlsContextPtr tls;
   TransportAddress address;  // where the listener socket binds
   // Relay ports: [min, max], or the kernel's ephemeral range when min is 0.
   uint16_t min_relay_port = 0;
@@ -23,7 +28,7 @@ struct ListenerSpec {
 };
 
 struct Dataplane {
-  std::vector<ListenerSpec> listeners;  // TURN-UDP and TURN-TCP listeners
+  std::vector<ListenerSpec> listeners;  // TURN-UDP, TURN-TCP and TURN-TLS listeners
   turn::ServerConfigPtr turn;
 };
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "config/base64.h"
+
 namespace kturn::daemon {
 
 turn::ListenerId DataplaneBuilder::idFor(const std::string& name) {
@@ -18,6 +20,22 @@ turn::ClusterId DataplaneBuilder::clusterIdFor(const std::string& name) {
   if (inserted && cluster_ids_.size() < 0xFFFF)
     it->second = static_cast<turn::ClusterId>(cluster_ids_.size());
   return it->second;
+}
+
+Result<net::TlsContextPtr> DataplaneBuilder::tlsFor(const config::Listener& l,
+                                                    const std::string& field) {
+  TlsEntry& entry = tls_[l.name];
+  if (entry.context && entry.cert == l.cert && entry.key == l.key) return entry.context;
+  // validate() checked that both decode.
+  const std::string cert = config::decodeBase64(l.cert).value_or("");
+  const std::string key = config::decodeBase64(l.key).value_or("");
+  auto context = net::TlsContext::server(cert, key, net::TlsKind::kTls);
+  if (!context) {
+    // "cert: ..." or "key: ..." from the TLS layer becomes listeners[i].cert / .key.
+    return makeError(context.error().code, field + "." + context.error().message);
+  }
+  entry = TlsEntry{l.cert, l.key, *context};
+  return entry.context;
 }
 
 std::vector<std::string> DataplaneBuilder::dnsHosts(const config::StunnerConfig& config) {
@@ -75,9 +93,8 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     const config::Listener& l = config.listeners[i];
     const std::string field = "listeners[" + std::to_string(i) + "]";
     const auto protocol = l.protocolType();
-    if (protocol != config::ListenerProtocol::kTurnUdp &&
-        protocol != config::ListenerProtocol::kTurnTcp) {
-      // TURN-TLS/DTLS listeners arrive with the transports issue; say so instead of failing.
+    if (protocol == config::ListenerProtocol::kTurnDtls) {
+      // TURN-DTLS listeners arrive with the transports issue; say so instead of failing.
       spdlog::warn("{} ({}): protocol {} is not served by this build yet; skipped", field, l.name,
                    l.protocol);
       continue;
@@ -90,8 +107,13 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     ListenerSpec spec;
     spec.id = idFor(l.name);
     spec.name = l.name;
-    spec.protocol = protocol == config::ListenerProtocol::kTurnTcp ? TransportProtocol::kTcp
-                                                                   : TransportProtocol::kUdp;
+    spec.protocol = protocol == config::ListenerProtocol::kTurnUdp ? TransportProtocol::kUdp
+                                                                   : TransportProtocol::kTcp;
+    if (protocol == config::ListenerProtocol::kTurnTls) {
+      auto tls = tlsFor(l, field);
+      if (!tls) return tls.error();
+      spec.tls = std::move(*tls);
+    }
     spec.address = TransportAddress{*ip, static_cast<uint16_t>(l.port)};
     spec.min_relay_port = static_cast<uint16_t>(l.min_relay_port);
     spec.max_relay_port = static_cast<uint16_t>(l.max_relay_port);

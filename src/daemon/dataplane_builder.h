@@ -32,7 +32,16 @@ class DataplaneBuilder {
   // Listener ids stay the same for a listener name across rebuilds.
   turn::ListenerId idFor(const std::string& name);
   turn::ClusterId clusterIdFor(const std::string& name);
+  // The TLS context of a listener, built again only when its certificate or key changed: an
+  // unchanged listener keeps its context (and the session ticket keys inside it) across configs.
+  Result<net::TlsContextPtr> tlsFor(const config::Listener& l, const std::string& field);
+  struct TlsEntry {
+    std::string cert;
+    std::string key;
+    net::TlsContextPtr context;
+  };
   size_t workers_;
+  std::map<std::string, TlsEntry> tls_;  // by listener name
   std::map<std::string, turn::ListenerId> ids_;
   turn::ListenerId next_id_ = 1;
   std::map<std::string, turn::ClusterId> cluster_ids_;

@@ -10,22 +10,23 @@ namespace kturn::daemon {
 std::optional<std::string> iceServerEntry(const config::StunnerConfig& config,
                                           std::chrono::system_clock::time_point now,
                                           std::chrono::seconds ttl) {
-  const config::Listener* listener = nullptr;
-  for (const config::Listener& l : config.listeners) {
-    if (l.protocolType() == config::ListenerProtocol::kTurnUdp) {
-      listener = &l;
-      break;
+  // Every listener this build serves, UDP first: a browser tries them in order of preference.
+  nlohmann::json urls = nlohmann::json::array();
+  for (const auto protocol :
+       {config::ListenerProtocol::kTurnUdp, config::ListenerProtocol::kTurnTcp,
+        config::ListenerProtocol::kTurnTls}) {
+    for (const config::Listener& l : config.listeners) {
+      if (l.protocolType() != protocol) continue;
+      std::string host = !l.public_address.empty() ? l.public_address : l.address;
+      if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+      const int port = l.public_port != 0 ? l.public_port : l.port;
+      urls.push_back(config::formatTurnUri(protocol, host, port));
     }
   }
-  if (listener == nullptr) return std::nullopt;
-
-  std::string host =
-      !listener->public_address.empty() ? listener->public_address : listener->address;
-  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-  const int port = listener->public_port != 0 ? listener->public_port : listener->port;
+  if (urls.empty()) return std::nullopt;
 
   nlohmann::json entry;
-  entry["urls"] = {config::formatTurnUri(config::ListenerProtocol::kTurnUdp, host, port)};
+  entry["urls"] = std::move(urls);
   switch (config.auth.authType()) {
     case config::AuthType::kStatic:
       entry["username"] = config.auth.username().value_or("");

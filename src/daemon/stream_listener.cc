@@ -26,12 +26,13 @@ constexpr int kMaxAcceptsPerEvent = 64;
 
 StreamListener::StreamListener(net::EventLoop& loop, turn::ListenerId id,
                                net::FileDescriptor listening, const Limits& limits,
-                               Callbacks callbacks)
+                               Callbacks callbacks, net::TlsContextPtr tls)
     : loop_(loop),
       id_(id),
       listening_(std::move(listening)),
       limits_(limits),
-      callbacks_(std::move(callbacks)) {
+      callbacks_(std::move(callbacks)),
+      tls_(std::move(tls)) {
   auto added = loop_.add(listening_.get(), EPOLLIN, [this](uint32_t) { onAcceptable(); });
   if (!added) spdlog::error("TCP listener {}: {}", id_, added.error().message);
 }
@@ -57,8 +58,9 @@ void StreamListener::onAcceptable() {
     }
     auto c = std::make_unique<Connection>();
     c->tuple = FiveTuple{TransportProtocol::kTcp, a.remote, a.local};
-    c->last_active = std::chrono::steady_clock::now();
+    c->accepted = c->last_active = std::chrono::steady_clock::now();
     c->fd = std::move(a.fd);
+    if (tls_) c->tls = std::make_unique<net::TlsStream>(*tls_, c->fd.get(), c->out);
     const TransportAddress client = a.remote;
     auto added = loop_.add(c->fd.get(), EPOLLIN | EPOLLRDHUP,
                            [this, client](uint32_t events) { onEvent(client, events); });
@@ -78,25 +80,57 @@ void StreamListener::onEvent(const TransportAddress& client, uint32_t events) {
   bool open = true;
   if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) open = readFrames(c);
   if (open && (events & EPOLLOUT)) open = writeOut(c);
+  // A TLS handshake flight queued by the read, with no frame (and so no batch end) after it.
+  if (open && c.dirty) flush();
   if (!open) close(client);
 }
 
+ssize_t StreamListener::readSome(Connection& c) {
+  const std::span<uint8_t> room(c.in.data() + c.in_used, c.in.size() - c.in_used);
+  if (c.tls) {
+    const uint64_t before = c.tls->bytesRead();
+    const size_t queued = c.out.size();
+    const net::TlsStream::ReadResult r = c.tls->read(room);
+    stats_.rx_bytes += c.tls->bytesRead() - before;
+    // Handshake flights, session tickets and alerts: out with the next flush().
+    if (c.out.size() != queued) markDirty(c.tuple.client, c);
+    switch (r.status) {
+      case net::TlsStream::Status::kData:
+        return static_cast<ssize_t>(r.bytes);
+      case net::TlsStream::Status::kWouldBlock:
+        return -1;
+      case net::TlsStream::Status::kClosed:
+        return 0;
+      case net::TlsStream::Status::kFailed:
+        ++stats_.tls_failures;
+        // Try to deliver the alert OpenSSL queued; the connection closes either way.
+        (void)writeOut(c);
+        return 0;
+    }
+  }
+  for (;;) {
+    const ssize_t n = ::read(c.fd.get(), room.data(), room.size());
+    if (n > 0) {
+      stats_.rx_bytes += static_cast<uint64_t>(n);
+      return n;
+    }
+    if (n == 0) return 0;  // the client closed
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : 0;  // otherwise reset
+  }
+}
+
 bool StreamListener::readFrames(Connection& c) {
-  for (int round = 0; round < kMaxReadsPerEvent; ++round) {
+  for (int round = 0; round < kMaxReadsPerEvent || (c.tls && c.tls->hasBuffered()); ++round) {
     if (c.in.size() < kInitialInput) c.in.resize(kInitialInput);
     // Full of an unfinished frame: grow towards the largest frame there is (frames never exceed
     // kMaxFrame, so a full kMaxFrame buffer always holds a whole one).
     if (c.in_used == c.in.size()) c.in.resize(std::min(kMaxFrame, c.in.size() * 2));
     const size_t room = c.in.size() - c.in_used;
-    const ssize_t n = ::read(c.fd.get(), c.in.data() + c.in_used, room);
-    if (n == 0) return false;  // the client closed
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-      if (errno == EINTR) continue;
-      return false;  // reset
-    }
+    const ssize_t n = readSome(c);
+    if (n == 0) return false;
+    if (n < 0) return true;  // drained; epoll tells when there is more
     c.in_used += static_cast<size_t>(n);
-    stats_.rx_bytes += static_cast<uint64_t>(n);
     c.last_active = std::chrono::steady_clock::now();
 
     size_t offset = 0;
@@ -123,7 +157,8 @@ bool StreamListener::readFrames(Connection& c) {
                 c.in.begin() + static_cast<ptrdiff_t>(c.in_used), c.in.begin());
       c.in_used -= offset;
     }
-    if (static_cast<size_t>(n) < room) return true;  // drained; epoll tells when there is more
+    // A short read drained the socket; TLS may still hold decrypted bytes (hasBuffered above).
+    if (static_cast<size_t>(n) < room && !(c.tls && c.tls->hasBuffered())) return true;
   }
   return true;
 }
@@ -140,18 +175,32 @@ bool StreamListener::send(const TransportAddress& client, std::span<const uint8_
     return false;
   }
   if (c.out_head == c.out.size()) {
-    if (c.out.empty()) dirty_.push_back(client);
     c.out.clear();
     c.out_head = 0;
   }
-  c.out.insert(c.out.end(), frame.begin(), frame.end());
+  if (c.tls) {
+    if (!c.tls->established() || !c.tls->write(frame)) {
+      ++stats_.frames_dropped;
+      return false;
+    }
+  } else {
+    c.out.insert(c.out.end(), frame.begin(), frame.end());
+  }
+  markDirty(client, c);
   return true;
+}
+
+void StreamListener::markDirty(const TransportAddress& client, Connection& c) {
+  if (c.dirty) return;
+  c.dirty = true;
+  dirty_.push_back(client);
 }
 
 void StreamListener::flush() {
   for (const TransportAddress& client : dirty_) {
     const auto it = connections_.find(client);
     if (it == connections_.end()) continue;
+    it->second->dirty = false;
     // flush() may run inside this connection's own read handler: do not destroy it here. A
     // shut-down socket reports EOF to that handler (or to the next event), which closes it.
     if (!writeOut(*it->second)) ::shutdown(it->second->fd.get(), SHUT_RDWR);
@@ -186,10 +235,19 @@ bool StreamListener::writeOut(Connection& c) {
 
 void StreamListener::sweep(turn::MonoTime now) {
   std::vector<TransportAddress> idle;
+  std::vector<TransportAddress> handshaking;
   for (const auto& [client, c] : connections_) {
+    if (c->tls && !c->tls->established() && now - c->accepted >= limits_.handshake_timeout) {
+      handshaking.push_back(client);
+      continue;
+    }
     if (now - c->last_active < limits_.idle_timeout) continue;
     if (callbacks_.has_allocation(c->tuple)) continue;
     idle.push_back(client);
+  }
+  for (const TransportAddress& client : handshaking) {
+    ++stats_.closed_handshake;
+    close(client);
   }
   for (const TransportAddress& client : idle) {
     ++stats_.closed_idle;

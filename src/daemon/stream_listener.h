@@ -1,12 +1,15 @@
-// TURN over TCP for one listener on one worker (RFC 8656 §3.1): the worker's own SO_REUSEPORT
-// listening socket, the connections the kernel hands it, stream framing on the way in and
-// bounded, buffered writes on the way out. The TURN core stays sans-I/O: frames go to the worker
-// through callbacks, answers come back through send().
+// TURN over TCP or TLS for one listener on one worker (RFC 8656 §3.1): the worker's own
+// SO_REUSEPORT listening socket, the connections the kernel hands it, TLS when the listener has a
+// certificate, stream framing on the way in and bounded, buffered writes on the way out. The TURN
+// core stays sans-I/O: frames go to the worker through callbacks, answers come back through send().
 //
 // Limits keep slow or half-open clients from exhausting the worker: a connection cap, an idle
-// timeout for connections that hold no allocation, and an output bound per connection (a client
-// that does not read loses frames, as it would over UDP, instead of growing kturnd's memory).
+// timeout for connections that hold no allocation, a handshake timeout for TLS, and an output bound
+// per connection (a client that does not read loses frames, as it would over UDP, instead of
+// growing kturnd's memory).
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
@@ -19,6 +22,8 @@
 #include "kturn/transport_address.h"
 #include "net/event_loop.h"
 #include "net/file_descriptor.h"
+#include "net/tls_context.h"
+#include "net/tls_stream.h"
 #include "turn/ids.h"
 #include "turn/time.h"
 
@@ -26,10 +31,12 @@ namespace kturn::daemon {
 
 struct StreamListenerStats {
   uint64_t accepted = 0;
-  uint64_t refused = 0;         // over max_connections
-  uint64_t closed_idle = 0;     // idle timeout
-  uint64_t closed_framing = 0;  // bytes that were neither STUN nor ChannelData
-  uint64_t frames_dropped = 0;  // output bound reached
+  uint64_t refused = 0;           // over max_connections
+  uint64_t closed_idle = 0;       // idle timeout
+  uint64_t closed_framing = 0;    // bytes that were neither STUN nor ChannelData
+  uint64_t frames_dropped = 0;    // output bound reached
+  uint64_t closed_handshake = 0;  // TLS: no handshake within the handshake timeout
+  uint64_t tls_failures = 0;      // TLS: handshake or record errors
   uint64_t rx_bytes = 0;
   uint64_t tx_bytes = 0;
 };
@@ -42,6 +49,8 @@ class StreamListener {
     // a client may take before its first Allocate).
     std::chrono::seconds idle_timeout{30};
     size_t max_output_bytes = 1 << 20;  // per connection
+    // TLS: a connection whose handshake has not completed this long after accept is closed.
+    std::chrono::seconds handshake_timeout{10};
   };
   struct Callbacks {
     // One frame from a client: a STUN message, or a ChannelData message with its padding. The
@@ -55,8 +64,9 @@ class StreamListener {
     std::function<bool(const FiveTuple&)> has_allocation;
   };
 
+  // `tls`: serve TLS with this context (TURN-TLS); null for plain TCP (TURN-TCP).
   StreamListener(net::EventLoop& loop, turn::ListenerId id, net::FileDescriptor listening,
-                 const Limits& limits, Callbacks callbacks);
+                 const Limits& limits, Callbacks callbacks, net::TlsContextPtr tls = nullptr);
   // Closes every connection, calling on_closed for each.
   ~StreamListener();
   StreamListener(const StreamListener&) = delete;
@@ -67,8 +77,12 @@ class StreamListener {
   bool send(const TransportAddress& client, std::span<const uint8_t> frame);
   // Writes what send() queued since the last flush.
   void flush();
-  // Closes connections idle past the timeout. Call about once a second.
+  // Closes connections idle past the timeout, and TLS connections still handshaking past theirs.
+  // Call about once a second.
   void sweep(turn::MonoTime now);
+  // A new certificate: connections accepted from now on use `tls`; established ones keep the
+  // context they were made with.
+  void setTlsContext(net::TlsContextPtr tls) { tls_ = std::move(tls); }
 
   size_t connectionCount() const { return connections_.size(); }
   const StreamListenerStats& stats() const { return stats_; }
@@ -82,15 +96,23 @@ class StreamListener {
     std::vector<uint8_t> out;  // queued bytes: [out_head, out.size())
     size_t out_head = 0;
     bool want_write = false;  // EPOLLOUT armed
+    bool dirty = false;       // listed in dirty_
+    turn::MonoTime accepted;
     turn::MonoTime last_active;
+    std::unique_ptr<net::TlsStream> tls;  // TURN-TLS; writes its records into `out`
   };
 
   void onAcceptable();
   void onEvent(const TransportAddress& client, uint32_t events);
   // Reads and frames until the socket is drained; false if the connection must close.
   bool readFrames(Connection& c);
+  // Reads received bytes (decrypted, for TLS) after the unframed ones: the count, 0 when the
+  // client closed or failed, -1 when there is nothing more for now.
+  ssize_t readSome(Connection& c);
   // Writes queued output; false if the connection must close.
   bool writeOut(Connection& c);
+  // Marks a connection as having output to write at the next flush().
+  void markDirty(const TransportAddress& client, Connection& c);
   void close(const TransportAddress& client);
 
   net::EventLoop& loop_;
@@ -98,6 +120,7 @@ class StreamListener {
   net::FileDescriptor listening_;
   Limits limits_;
   Callbacks callbacks_;
+  net::TlsContextPtr tls_;
   std::unordered_map<TransportAddress, std::unique_ptr<Connection>> connections_;
   std::vector<TransportAddress> dirty_;  // connections with output queued since the last flush
   StreamListenerStats stats_;

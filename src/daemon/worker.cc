@@ -95,6 +95,13 @@ void Worker::reconfigure(DataplanePtr dataplane, std::vector<BoundListener> adde
   post([this, dataplane = std::move(dataplane), sockets, removed = std::move(removed)]() mutable {
     for (turn::ListenerId id : removed) removeListener(id);
     for (BoundListener& bound : *sockets) addListener(std::move(bound));
+    // A rotated certificate: the listener's next connections use the new context.
+    for (const ListenerSpec& spec : dataplane->listeners) {
+      const Listener* listener = findListener(spec.id);
+      if (spec.tls && listener != nullptr && listener->stream) {
+        listener->stream->setTlsContext(spec.tls);
+      }
+    }
     dataplane_ = std::move(dataplane);
     relays_.setDataplane(dataplane_);
     session_log_.setDataplane(dataplane_);
@@ -119,8 +126,8 @@ void Worker::addListener(BoundListener bound) {
     };
     auto listener =
         std::make_unique<Listener>(Listener{id, bound.spec.address, net::UdpSocket(), nullptr});
-    listener->stream = std::make_unique<StreamListener>(loop_, id, std::move(bound.tcp),
-                                                        StreamListener::Limits{}, callbacks);
+    listener->stream = std::make_unique<StreamListener>(
+        loop_, id, std::move(bound.tcp), StreamListener::Limits{}, callbacks, bound.spec.tls);
     listeners_.push_back(std::move(listener));
     return;
   }

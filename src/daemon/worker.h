@@ -95,7 +95,7 @@ class Worker {
     turn::ListenerId id;
     TransportAddress address;
     net::UdpSocket socket;                   // TURN-UDP
-    std::unique_ptr<StreamListener> stream;  // TURN-TCP
+    std::unique_ptr<StreamListener> stream;  // TURN-TCP and TURN-TLS
   };
 
   void addListener(BoundListener bound);
@@ -105,7 +105,7 @@ class Worker {
   // Sends what the core produced for the current receive batch, then clears it.
   void flush();
   const Listener* findListener(turn::ListenerId id) const;
-  // A frame from a TURN-TCP connection (stream framing done).
+  // A frame from a TURN-TCP or TURN-TLS connection (stream framing done).
   void onStreamFrame(turn::ListenerId id, const FiveTuple& tuple, std::span<const uint8_t> frame);
   ListenerTraffic& traffic(turn::ListenerId id) {
     if (id >= traffic_.size()) traffic_.resize(id + 1);

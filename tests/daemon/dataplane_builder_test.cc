@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "config/base64.h"
 #include "config/parser.h"
+#include "config/self_signed_cert.h"
 
 namespace kturn::daemon {
 namespace {
@@ -19,7 +21,7 @@ admin: {name: test, user_quota: 3}
 auth: {type: ephemeral, realm: kturn.test, credentials: {secret: s3cret}}
 listeners:
   - {name: udp, protocol: TURN-UDP, address: 127.0.0.1, port: 3478, routes: [pods, media, dns, missing]}
-  - {name: tls, protocol: TURN-TLS, port: 443, cert: Y2VydA==, key: a2V5, routes: [pods]}
+  - {name: tcp, protocol: TURN-TCP, address: 127.0.0.1, port: 3478, routes: [pods]}
 clusters:
   - {name: pods, type: STATIC, endpoints: ["10.244.0.0/16"]}
   - {name: media, type: STATIC, endpoints: ["10.96.0.10:<10000-20000>"]}
@@ -37,11 +39,15 @@ TEST(DataplaneBuilder, TranslatesAuthListenersAndRoutes) {
   EXPECT_EQ(t.realm, "kturn.test");
   EXPECT_EQ(t.max_allocations_per_user, 3u);
 
-  // Only the UDP listener is served by this build; the TLS one is skipped with a warning.
-  ASSERT_EQ((*dp)->listeners.size(), 1u);
+  ASSERT_EQ((*dp)->listeners.size(), 2u);
   const ListenerSpec& l = (*dp)->listeners[0];
   EXPECT_EQ(l.name, "udp");
+  EXPECT_EQ(l.protocol, TransportProtocol::kUdp);
   EXPECT_EQ(l.address.toString(), "127.0.0.1:3478");
+  const ListenerSpec& tcp = (*dp)->listeners[1];
+  EXPECT_EQ(tcp.protocol, TransportProtocol::kTcp);
+  EXPECT_EQ(tcp.address, l.address) << "UDP and TCP share the port number";
+  EXPECT_EQ(tcp.tls, nullptr);
 
   const turn::ListenerPolicy* policy = t.listener(l.id);
   ASSERT_NE(policy, nullptr);
@@ -51,6 +57,28 @@ TEST(DataplaneBuilder, TranslatesAuthListenersAndRoutes) {
   EXPECT_TRUE(policy->allows(*TransportAddress::parse("10.50.0.1:1234")));  // resolved DNS
   EXPECT_FALSE(policy->allows(*TransportAddress::parse("10.50.0.2:1234")));
   EXPECT_FALSE(policy->allowsIp(*IpAddress::parse("192.168.1.1")));
+}
+
+std::string tlsConfig(const config::PemPair& pem) {
+  return "version: v1\nauth: {type: static, credentials: {username: u, password: p}}\n"
+         "listeners:\n  - {name: tls, protocol: TURN-TLS, port: 5349, cert: \"" +
+         config::encodeBase64(pem.cert_pem) + "\", key: \"" + config::encodeBase64(pem.key_pem) +
+         "\"}\n";
+}
+
+TEST(DataplaneBuilder, ATlsListenerKeepsItsContextUntilItsCertificateChanges) {
+  const config::PemPair first = *config::generateSelfSignedCert();
+  const config::PemPair second = *config::generateSelfSignedCert();
+  DataplaneBuilder builder;
+  auto a = builder.build(parse(tlsConfig(first)), {});
+  auto b = builder.build(parse(tlsConfig(first)), {});
+  auto c = builder.build(parse(tlsConfig(second)), {});
+  ASSERT_TRUE(a && b && c);
+  const ListenerSpec& l = (*a)->listeners.at(0);
+  EXPECT_EQ(l.protocol, TransportProtocol::kTcp);
+  ASSERT_NE(l.tls, nullptr);
+  EXPECT_EQ((*b)->listeners.at(0).tls, l.tls) << "same certificate, same context (ticket keys)";
+  EXPECT_NE((*c)->listeners.at(0).tls, l.tls) << "a new certificate needs a new context";
 }
 
 TEST(DataplaneBuilder, UnresolvedDnsAdmitsNothing) {

@@ -39,7 +39,26 @@ listeners: [{name: l, protocol: TURN-UDP, address: 0.0.0.0, port: 3478,
   EXPECT_EQ(j["credential"], "wonderland");
 }
 
-TEST(IceServerEntry, NoneWithoutAuthOrUdpListener) {
+TEST(IceServerEntry, EveryServedListenerUdpFirst) {
+  auto config = config::parseConfig(R"(
+version: v1
+auth: {type: static, credentials: {username: alice, password: wonderland}}
+listeners:
+  - {name: tls, protocol: TURN-TLS, address: 127.0.0.1, port: 5349, cert: Y2VydA==, key: a2V5}
+  - {name: tcp, protocol: TURN-TCP, address: 127.0.0.1, port: 3478}
+  - {name: udp, protocol: TURN-UDP, address: 127.0.0.1, port: 3478}
+)");
+  ASSERT_TRUE(config);
+  const auto entry = iceServerEntry(*config, std::chrono::system_clock::now());
+  ASSERT_TRUE(entry);
+  const auto j = nlohmann::json::parse(*entry);
+  ASSERT_EQ(j["urls"].size(), 3u);
+  EXPECT_EQ(j["urls"][0], "turn:127.0.0.1:3478?transport=udp");
+  EXPECT_EQ(j["urls"][1], "turn:127.0.0.1:3478?transport=tcp");
+  EXPECT_EQ(j["urls"][2], "turns:127.0.0.1:5349?transport=tcp");
+}
+
+TEST(IceServerEntry, NoneWithoutAuthOrListener) {
   auto none =
       config::parseConfig("version: v1\nauth: {type: none}\nlisteners: [{name: l, port: 3478}]\n");
   ASSERT_TRUE(none);

@@ -704,6 +704,25 @@ def to_yaml(value, indent: int = 0) -> str:
     return "\n".join(lines)
 
 
+def self_signed_cert(common_name: str = "localhost") -> Tuple[str, str]:
+    """A fresh ECDSA P-256 self-signed certificate and key: (cert.pem path, key.pem path)."""
+    d = tempfile.mkdtemp(prefix="kturn-interop-cert-")
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec",
+                        "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+                        "-out", cert, "-days", "2", "-subj", f"/CN={common_name}",
+                        "-addext", f"subjectAltName=DNS:{common_name},IP:127.0.0.1"],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, f"openssl req failed: {r.stderr.strip()}")
+    register_cleanup(lambda: shutil.rmtree(d, ignore_errors=True))
+    return cert, key
+
+
+def base64_file(path: str) -> str:
+    with open(path, "rb") as f:
+        return base64.b64encode(f.read()).decode()
+
+
 class ServerSettings:
     """What a test wants from the server, independent of which server runs it."""
 
@@ -711,7 +730,8 @@ class ServerSettings:
                  username: str = STATIC_USER, password: str = STATIC_PASS,
                  secret: str = REST_SECRET, allowed: Sequence[str] = ("127.0.0.1/32",),
                  denied_for_coturn: Sequence[str] = (), port: Optional[int] = None,
-                 relay_range: Optional[Tuple[int, int]] = None, tcp: bool = False):
+                 relay_range: Optional[Tuple[int, int]] = None, tcp: bool = False,
+                 tls: bool = False):
         check(auth in ("static", "rest"), f"unknown auth {auth}")
         self.auth = auth
         self.realm = realm
@@ -726,6 +746,9 @@ class ServerSettings:
         self.relay_range = relay_range or relay_port_range()
         # Also a TURN-TCP listener on the same port number (coturn always listens on both).
         self.tcp = tcp
+        # Also a TURN-TLS listener on a port of its own, with a fresh self-signed certificate.
+        self.tls_port = free_port() if tls else None
+        self.cert_path, self.key_path = self_signed_cert() if tls else (None, None)
 
     def credentials(self, user_id: str = "interop") -> Tuple[str, str]:
         """A (username, password) the server accepts."""
@@ -831,6 +854,10 @@ class KturndServer(Server):
                       "max_relay_port": s.relay_range[1], "routes": ["allowed"]}]
         if s.tcp:
             listeners.append(dict(listeners[0], name="tcp", protocol="TURN-TCP"))
+        if s.tls_port:
+            listeners.append(dict(listeners[0], name="tls", protocol="TURN-TLS",
+                                  port=s.tls_port, cert=base64_file(s.cert_path),
+                                  key=base64_file(s.key_path)))
         return {
             "version": "v1",
             "admin": {"name": "interop", "loglevel": "all:INFO",
@@ -872,7 +899,9 @@ class CoturnServer(Server):
 
     def argv(self) -> List[str]:
         s = self.settings
-        a = [self.binary, "-n", "--no-cli", "--no-tls", "--no-dtls",
+        tls = ([f"--tls-listening-port={s.tls_port}", f"--cert={s.cert_path}",
+                f"--pkey={s.key_path}"] if s.tls_port else ["--no-tls"])
+        a = [self.binary, "-n", "--no-cli", *tls, "--no-dtls",
              f"--listening-ip={LOOPBACK}", f"--relay-ip={LOOPBACK}",
              f"--listening-port={s.port}",
              f"--min-port={s.relay_range[0]}", f"--max-port={s.relay_range[1]}",

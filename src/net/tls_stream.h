@@ -1,0 +1,60 @@
+// TlsStream: the server end of one TLS connection over a non-blocking TCP socket, for TURN-TLS
+// listeners (RFC 8656 §3.1).
+//
+// Records are read straight from the socket; everything OpenSSL writes (handshake messages,
+// alerts, session tickets, encrypted application data) is appended to a caller-owned byte queue
+// instead, which the stream listener writes out with its usual bounded, non-blocking writes. So a
+// TLS connection differs from a plain TCP one only in how bytes are read and queued.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "net/tls_context.h"
+
+using SSL = struct ssl_st;
+
+namespace kturn::net {
+
+class TlsStream {
+ public:
+  // `out`: where ciphertext goes; it must outlive the stream.
+  TlsStream(const TlsContext& context, int fd, std::vector<uint8_t>& out);
+  ~TlsStream();
+  TlsStream(const TlsStream&) = delete;
+  TlsStream& operator=(const TlsStream&) = delete;
+
+  enum class Status {
+    kData,        // `bytes` of plaintext were read
+    kWouldBlock,  // nothing more until the socket is readable again
+    kClosed,      // the client closed (close_notify or EOF)
+    kFailed,      // handshake failure or a protocol error: close the connection
+  };
+  struct ReadResult {
+    Status status;
+    size_t bytes = 0;
+  };
+  // Reads plaintext, driving the handshake first. May queue output (handshake flights, tickets).
+  ReadResult read(std::span<uint8_t> into);
+  // Plaintext buffered inside OpenSSL that read() returns without touching the socket; while
+  // non-zero, keep reading even when the socket has nothing more.
+  bool hasBuffered() const;
+  // Encrypts `plaintext` onto the output queue. False once the connection failed.
+  bool write(std::span<const uint8_t> plaintext);
+  // Queues a close_notify alert.
+  void shutdown();
+
+  bool established() const;
+  // Wire bytes read from the socket so far (records, not plaintext).
+  uint64_t bytesRead() const;
+  // The TLS version and cipher suite, once established ("TLSv1.3 TLS_AES_128_GCM_SHA256").
+  std::string description() const;
+
+ private:
+  SSL* ssl_;
+};
+
+}  // namespace kturn::net

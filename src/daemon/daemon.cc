@@ -407,11 +407,10 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
     }
   }
   for (const ListenerSpec* l : added) {
+    const bool tcp = l->protocol == TransportProtocol::kTcp;
     spdlog::info("listener {}: TURN-{} on {} ({} workers)", l->name,
-                 l->tls                                   ? "TLS"
-                 : l->protocol == TransportProtocol::kTcp ? "TCP"
-                                                          : "UDP",
-                 l->address.toString(), workers_.size());
+                 l->tls ? (tcp ? "TLS" : "DTLS") : (tcp ? "TCP" : "UDP"), l->address.toString(),
+                 workers_.size());
   }
   const bool first = loaded_.description.empty();
   const std::string previous_levels = loaded_.config.admin.loglevel;

@@ -16,10 +16,10 @@ struct ListenerSpec {
   turn::ListenerId id = 0;
   std::string name;
   // TURN-UDP or TURN-TCP (a UDP and a TCP listener may share a port number); TURN-TLS is TCP
-  // with `tls` set.
+  // and TURN-DTLS is UDP, with `tls` set.
   TransportProtocol protocol = TransportProtocol::kUdp;
-  // The certificate of a TURN-TLS listener. A listener whose certificate changes keeps its
-  // sockets and connections; new connections get the new context.
+  // The certificate of a TURN-TLS or TURN-DTLS listener. A listener whose certificate changes keeps
+  // its sockets and connections; new connections get the new context.
   net::TlsContextPtr tls;
   TransportAddress address;  // where the listener socket binds
   // Relay ports: [min, max], or the kernel's ephemeral range when min is 0.
@@ -28,7 +28,7 @@ struct ListenerSpec {
 };
 
 struct Dataplane {
-  std::vector<ListenerSpec> listeners;  // TURN-UDP, TURN-TCP and TURN-TLS listeners
+  std::vector<ListenerSpec> listeners;
   turn::ServerConfigPtr turn;
 };
 

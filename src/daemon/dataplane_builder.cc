@@ -1,7 +1,5 @@
 #include "daemon/dataplane_builder.h"
 
-#include <spdlog/spdlog.h>
-
 #include "config/base64.h"
 
 namespace kturn::daemon {
@@ -23,13 +21,16 @@ turn::ClusterId DataplaneBuilder::clusterIdFor(const std::string& name) {
 }
 
 Result<net::TlsContextPtr> DataplaneBuilder::tlsFor(const config::Listener& l,
-                                                    const std::string& field) {
+                                                    const std::string& field, net::TlsKind kind) {
   TlsEntry& entry = tls_[l.name];
-  if (entry.context && entry.cert == l.cert && entry.key == l.key) return entry.context;
+  if (entry.context && entry.context->kind() == kind && entry.cert == l.cert &&
+      entry.key == l.key) {
+    return entry.context;
+  }
   // validate() checked that both decode.
   const std::string cert = config::decodeBase64(l.cert).value_or("");
   const std::string key = config::decodeBase64(l.key).value_or("");
-  auto context = net::TlsContext::server(cert, key, net::TlsKind::kTls);
+  auto context = net::TlsContext::server(cert, key, kind);
   if (!context) {
     // "cert: ..." or "key: ..." from the TLS layer becomes listeners[i].cert / .key.
     return makeError(context.error().code, field + "." + context.error().message);
@@ -93,12 +94,6 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     const config::Listener& l = config.listeners[i];
     const std::string field = "listeners[" + std::to_string(i) + "]";
     const auto protocol = l.protocolType();
-    if (protocol == config::ListenerProtocol::kTurnDtls) {
-      // TURN-DTLS listeners arrive with the transports issue; say so instead of failing.
-      spdlog::warn("{} ({}): protocol {} is not served by this build yet; skipped", field, l.name,
-                   l.protocol);
-      continue;
-    }
     const auto ip = IpAddress::parse(l.address.empty() ? "0.0.0.0" : l.address);
     if (!ip) {
       return makeError(Error::Code::kInvalidArgument,
@@ -107,10 +102,11 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     ListenerSpec spec;
     spec.id = idFor(l.name);
     spec.name = l.name;
-    spec.protocol = protocol == config::ListenerProtocol::kTurnUdp ? TransportProtocol::kUdp
-                                                                   : TransportProtocol::kTcp;
-    if (protocol == config::ListenerProtocol::kTurnTls) {
-      auto tls = tlsFor(l, field);
+    const bool datagram = protocol == config::ListenerProtocol::kTurnUdp ||
+                          protocol == config::ListenerProtocol::kTurnDtls;
+    spec.protocol = datagram ? TransportProtocol::kUdp : TransportProtocol::kTcp;
+    if (config::needsCertificate(protocol)) {
+      auto tls = tlsFor(l, field, datagram ? net::TlsKind::kDtls : net::TlsKind::kTls);
       if (!tls) return tls.error();
       spec.tls = std::move(*tls);
     }

@@ -34,7 +34,8 @@ class DataplaneBuilder {
   turn::ClusterId clusterIdFor(const std::string& name);
   // The TLS context of a listener, built again only when its certificate or key changed: an
   // unchanged listener keeps its context (and the session ticket keys inside it) across configs.
-  Result<net::TlsContextPtr> tlsFor(const config::Listener& l, const std::string& field);
+  Result<net::TlsContextPtr> tlsFor(const config::Listener& l, const std::string& field,
+                                    net::TlsKind kind);
   struct TlsEntry {
     std::string cert;
     std::string key;

@@ -10,11 +10,11 @@ namespace kturn::daemon {
 std::optional<std::string> iceServerEntry(const config::StunnerConfig& config,
                                           std::chrono::system_clock::time_point now,
                                           std::chrono::seconds ttl) {
-  // Every listener this build serves, UDP first: a browser tries them in order of preference.
+  // Every listener, UDP first: a browser tries them in order of preference.
   nlohmann::json urls = nlohmann::json::array();
   for (const auto protocol :
        {config::ListenerProtocol::kTurnUdp, config::ListenerProtocol::kTurnTcp,
-        config::ListenerProtocol::kTurnTls}) {
+        config::ListenerProtocol::kTurnTls, config::ListenerProtocol::kTurnDtls}) {
     for (const config::Listener& l : config.listeners) {
       if (l.protocolType() != protocol) continue;
       std::string host = !l.public_address.empty() ? l.public_address : l.address;

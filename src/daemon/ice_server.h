@@ -10,9 +10,9 @@
 
 namespace kturn::daemon {
 
-// JSON `{"urls":[...],"username":...,"credential":...}` with a URI per TURN-UDP, TURN-TCP and
-// TURN-TLS listener (in that order), or nullopt when there is none or auth is "none". Ephemeral
-// credentials are minted valid for `ttl`.
+// JSON `{"urls":[...],"username":...,"credential":...}` with a URI per TURN-UDP, TURN-TCP,
+// TURN-TLS and TURN-DTLS listener (in that order), or nullopt when there is none or auth is "none".
+// Ephemeral credentials are minted valid for `ttl`.
 std::optional<std::string> iceServerEntry(const config::StunnerConfig& config,
                                           std::chrono::system_clock::time_point now,
                                           std::chrono::seconds ttl = std::chrono::hours(24));

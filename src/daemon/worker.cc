@@ -44,7 +44,9 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
     server_->onTick(t);
     for (const auto& l : listeners_) {
       if (l->stream) l->stream->sweep(t.mono);
+      if (l->dtls) l->dtls->sweep(t.mono);  // may queue handshake retransmissions
     }
+    flush();
   });
 }
 
@@ -101,6 +103,8 @@ void Worker::reconfigure(DataplanePtr dataplane, std::vector<BoundListener> adde
       if (spec.tls && listener != nullptr && listener->stream) {
         listener->stream->setTlsContext(spec.tls);
       }
+      if (spec.tls && listener != nullptr && listener->dtls)
+        listener->dtls->setTlsContext(spec.tls);
     }
     dataplane_ = std::move(dataplane);
     relays_.setDataplane(dataplane_);
@@ -124,15 +128,27 @@ void Worker::addListener(BoundListener bound) {
     callbacks.has_allocation = [this](const FiveTuple& tuple) {
       return server_->findAllocation(tuple) != nullptr;
     };
-    auto listener =
-        std::make_unique<Listener>(Listener{id, bound.spec.address, net::UdpSocket(), nullptr});
+    auto listener = std::make_unique<Listener>(
+        Listener{id, bound.spec.address, net::UdpSocket(), nullptr, nullptr});
     listener->stream = std::make_unique<StreamListener>(
         loop_, id, std::move(bound.tcp), StreamListener::Limits{}, callbacks, bound.spec.tls);
     listeners_.push_back(std::move(listener));
     return;
   }
   auto listener = std::make_unique<Listener>(
-      Listener{bound.spec.id, bound.spec.address, std::move(bound.socket), nullptr});
+      Listener{bound.spec.id, bound.spec.address, std::move(bound.socket), nullptr, nullptr});
+  if (bound.spec.tls) {
+    DtlsListener::Callbacks callbacks;
+    callbacks.on_closed = [this](const FiveTuple& tuple) {
+      server_->onClientClosed(tuple, now());
+      flush();
+    };
+    callbacks.has_allocation = [this](const FiveTuple& tuple) {
+      return server_->findAllocation(tuple) != nullptr;
+    };
+    listener->dtls =
+        std::make_unique<DtlsListener>(bound.spec.tls, DtlsListener::Limits{}, callbacks);
+  }
   const Listener* self = listener.get();
   auto added =
       loop_.add(self->socket.fd(), EPOLLIN, [this, self](uint32_t) { onListenerReadable(*self); });
@@ -211,6 +227,12 @@ void Worker::onListenerReadable(const Listener& listener) {
     ++io_stats_.receive_syscalls;
     if (!received || *received == 0) return;
     const turn::Now t = now();
+    if (listener.dtls) {
+      onDtlsDatagrams(listener, *received, t);
+      flush();
+      if (*received < rx_.capacity()) return;
+      continue;
+    }
     for (size_t i = 0; i < *received; ++i) {
       ++io_stats_.datagrams_received;
       ListenerTraffic& counters =
@@ -238,6 +260,53 @@ void Worker::onListenerReadable(const Listener& listener) {
     flush();
     if (*received < rx_.capacity()) return;
   }
+}
+
+void Worker::onDtlsDatagrams(const Listener& listener, size_t count, const turn::Now& t) {
+  for (size_t i = 0; i < count; ++i) {
+    ++io_stats_.datagrams_received;
+    // Wire bytes, as for TURN-TLS: records and handshake included.
+    ListenerTraffic& counters = traffic(listener.id);
+    ++counters.rx_packets;
+    counters.rx_bytes += rx_.payload(i).size();
+    if (rx_.truncated(i)) {
+      ++io_stats_.datagrams_truncated;
+      continue;
+    }
+    FiveTuple tuple{TransportProtocol::kUdp, rx_.source(i), listener.address};
+    if (const auto dst = rx_.destination(i)) tuple.server.ip = *dst;
+    const std::span<uint8_t> buffer = rx_.payload(i);
+    // Decrypted in place: the ciphertext is inside OpenSSL by then, and the plaintext stays
+    // valid for the actions that point into it until the next flush().
+    size_t length = listener.dtls->receive(tuple, buffer, buffer.size(), t.mono);
+    while (length > 0) {
+      server_->onClientPacket(listener.id, tuple, buffer.first(length), t, actions_);
+      if (!listener.dtls->more()) break;
+      flush();  // the next record of this datagram goes to the same buffer
+      length = listener.dtls->next(buffer);
+    }
+    if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
+  }
+}
+
+void Worker::sendDtls(const Listener& listener, const TransportAddress& client,
+                      std::span<const uint8_t> data) {
+  if (listener.dtls->send(client, data)) return;
+  if (!listener.dtls->full()) return;  // no session (anymore): dropped, like UDP
+  queueDtlsOutput(listener);
+  tx_.flush();
+  listener.dtls->clearOutput();
+  (void)listener.dtls->send(client, data);
+}
+
+void Worker::queueDtlsOutput(const Listener& listener) {
+  const int fd = listener.socket.fd();
+  listener.dtls->forEachOutput([&](const TransportAddress& to, std::span<const uint8_t> bytes) {
+    if (!tx_.queue(fd, to, bytes)) {
+      tx_.flush();
+      tx_.queue(fd, to, bytes);
+    }
+  });
 }
 
 void Worker::onRelayReadable(turn::AllocationId allocation, int fd) {
@@ -286,13 +355,24 @@ void Worker::flush() {
       streams = true;
       continue;
     }
+    if (listener->dtls) {
+      sendDtls(*listener, s.client, s.data);
+      continue;
+    }
     const int fd = listener->socket.fd();
     if (!tx_.queue(fd, s.client, s.data)) {
       tx_.flush();
       tx_.queue(fd, s.client, s.data);
     }
   }
+  // Encrypted answers and handshake flights join the same batch.
+  for (const auto& l : listeners_) {
+    if (l->dtls && l->dtls->hasOutput()) queueDtlsOutput(*l);
+  }
   tx_.flush();
+  for (const auto& l : listeners_) {
+    if (l->dtls) l->dtls->clearOutput();
+  }
   if (streams) {
     for (const auto& l : listeners_) {
       if (l->stream) l->stream->flush();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "daemon/dataplane.h"
+#include "daemon/dtls_listener.h"
 #include "daemon/relay_sockets.h"
 #include "daemon/request_times.h"
 #include "daemon/session_log.h"
@@ -94,13 +95,22 @@ class Worker {
   struct Listener {
     turn::ListenerId id;
     TransportAddress address;
-    net::UdpSocket socket;                   // TURN-UDP
+    net::UdpSocket socket;                   // TURN-UDP and TURN-DTLS
     std::unique_ptr<StreamListener> stream;  // TURN-TCP and TURN-TLS
+    std::unique_ptr<DtlsListener> dtls;      // TURN-DTLS
   };
 
   void addListener(BoundListener bound);
   void removeListener(turn::ListenerId id);
   void onListenerReadable(const Listener& listener);
+  // The TURN messages inside one receive batch of a TURN-DTLS listener.
+  void onDtlsDatagrams(const Listener& listener, size_t count, const turn::Now& t);
+  // Encrypts an answer for a DTLS client, making room in the output first if it is full.
+  void sendDtls(const Listener& listener, const TransportAddress& client,
+                std::span<const uint8_t> data);
+  // Moves a DTLS listener's queued datagrams into the send batch (which must be flushed before
+  // the listener's output is cleared).
+  void queueDtlsOutput(const Listener& listener);
   void onRelayReadable(turn::AllocationId allocation, int fd);
   // Sends what the core produced for the current receive batch, then clears it.
   void flush();

@@ -746,7 +746,8 @@ class ServerSettings:
         self.relay_range = relay_range or relay_port_range()
         # Also a TURN-TCP listener on the same port number (coturn always listens on both).
         self.tcp = tcp
-        # Also a TURN-TLS listener on a port of its own, with a fresh self-signed certificate.
+        # Also TURN-TLS and TURN-DTLS listeners on a port number of their own (TCP and UDP, as
+        # coturn's tls-listening-port), with a fresh self-signed certificate.
         self.tls_port = free_port() if tls else None
         self.cert_path, self.key_path = self_signed_cert() if tls else (None, None)
 
@@ -855,9 +856,10 @@ class KturndServer(Server):
         if s.tcp:
             listeners.append(dict(listeners[0], name="tcp", protocol="TURN-TCP"))
         if s.tls_port:
-            listeners.append(dict(listeners[0], name="tls", protocol="TURN-TLS",
-                                  port=s.tls_port, cert=base64_file(s.cert_path),
-                                  key=base64_file(s.key_path)))
+            for name in ("tls", "dtls"):
+                listeners.append(dict(listeners[0], name=name, protocol=f"TURN-{name.upper()}",
+                                      port=s.tls_port, cert=base64_file(s.cert_path),
+                                      key=base64_file(s.key_path)))
         return {
             "version": "v1",
             "admin": {"name": "interop", "loglevel": "all:INFO",
@@ -900,8 +902,8 @@ class CoturnServer(Server):
     def argv(self) -> List[str]:
         s = self.settings
         tls = ([f"--tls-listening-port={s.tls_port}", f"--cert={s.cert_path}",
-                f"--pkey={s.key_path}"] if s.tls_port else ["--no-tls"])
-        a = [self.binary, "-n", "--no-cli", *tls, "--no-dtls",
+                f"--pkey={s.key_path}"] if s.tls_port else ["--no-tls", "--no-dtls"])
+        a = [self.binary, "-n", "--no-cli", *tls,
              f"--listening-ip={LOOPBACK}", f"--relay-ip={LOOPBACK}",
              f"--listening-port={s.port}",
              f"--min-port={s.relay_range[0]}", f"--max-port={s.relay_range[1]}",

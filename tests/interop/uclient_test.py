@@ -10,6 +10,7 @@ same for bytes) and uclient reports zero lost and zero send-dropped packets.
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --auth static
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport tcp
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport tls
+  /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport dtls
 """
 
 import argparse
@@ -55,10 +56,10 @@ def parse_summary(out: str) -> Dict[str, int]:
 
 def body(args: argparse.Namespace, workdir: str) -> None:
     settings = h.ServerSettings(auth=args.auth, tcp=args.transport == "tcp",
-                                tls=args.transport == "tls")
+                                tls=args.transport in ("tls", "dtls"))
     with h.make_server(args, settings, workdir) as server:
         _, peer_port = h.start_udp_echo_peer(workdir)
-        port = settings.tls_port if args.transport == "tls" else server.port
+        port = settings.tls_port if args.transport in ("tls", "dtls") else server.port
         argv = ["turnutils_uclient", "-p", str(port),
                 "-e", h.LOOPBACK, "-r", str(peer_port), "-L", h.LOOPBACK,
                 "-m", str(args.clients), "-n", str(args.messages),
@@ -75,6 +76,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
             argv.append("-t")  # TURN over TCP to the server; the relay leg stays UDP
         if args.transport == "tls":
             argv += ["-t", "-S"]  # TURN over TLS (uclient does not verify the certificate)
+        if args.transport == "dtls":
+            argv.append("-S")  # TURN over DTLS
         argv.append(h.LOOPBACK)
 
         uclient = h.Proc("turnutils_uclient", argv, workdir)
@@ -114,8 +117,9 @@ def main() -> None:
     p.add_argument("--no-rtcp", action="store_true",
                    help="uclient -c: no RTCP allocations (no EVEN-PORT R=1 / "
                         "RESERVATION-TOKEN pairs)")
-    p.add_argument("--transport", choices=("udp", "tcp", "tls"), default="udp",
-                   help="client-to-server transport (uclient -t for tcp, -t -S for tls)")
+    p.add_argument("--transport", choices=("udp", "tcp", "tls", "dtls"), default="udp",
+                   help="client-to-server transport (uclient -t for tcp, -t -S for tls, -S for "
+                        "dtls)")
     p.add_argument("--clients", type=int, default=10, help="uclient -m")
     p.add_argument("--messages", type=int, default=50, help="uclient -n, per client")
     p.add_argument("--length", type=int, default=120, help="uclient -l, bytes")

@@ -1,0 +1,145 @@
+#include "net/dtls_session.h"
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <algorithm>
+
+namespace kturn::net {
+namespace {
+
+// RFC 8656 §3.1 leaves the MTU to the path; 1200 bytes of DTLS datagram fit every path a
+// WebRTC client uses (the same figure ICE and QUIC assume), and handshake flights are
+// fragmented to it.
+constexpr long kLinkMtu = 1200;
+
+// A sink BIO that appends each write, as one datagram, to a DatagramQueue (its BIO data).
+int queueWrite(BIO* bio, const char* data, size_t size, size_t* written) {
+  auto* queue = static_cast<DatagramQueue*>(BIO_get_data(bio));
+  const auto* bytes = reinterpret_cast<const uint8_t*>(data);
+  queue->bytes.insert(queue->bytes.end(), bytes, bytes + size);
+  queue->ends.push_back(static_cast<uint32_t>(queue->bytes.size()));
+  *written = size;
+  return 1;
+}
+
+long queueCtrl(BIO*, int cmd, long, void*) {
+  switch (cmd) {
+    case BIO_CTRL_FLUSH:
+      return 1;
+    case BIO_CTRL_DGRAM_QUERY_MTU:
+    case BIO_CTRL_DGRAM_GET_FALLBACK_MTU:
+      return kLinkMtu;
+    default:
+      return 0;
+  }
+}
+
+int queueCreate(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+const BIO_METHOD* queueMethod() {
+  static const BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "kturn dgram");
+    BIO_meth_set_write_ex(m, queueWrite);
+    BIO_meth_set_ctrl(m, queueCtrl);
+    BIO_meth_set_create(m, queueCreate);
+    return m;
+  }();
+  return method;
+}
+
+}  // namespace
+
+DtlsSession::DtlsSession(const TlsContext& context, DatagramQueue& out)
+    : ssl_(SSL_new(context.get())) {
+  BIO* rbio = BIO_new(BIO_s_mem());
+  BIO_set_mem_eof_return(rbio, -1);  // empty means "wait for the next datagram", not EOF
+  BIO* wbio = BIO_new(queueMethod());
+  BIO_set_data(wbio, &out);
+  SSL_set_bio(ssl_, rbio, wbio);
+  SSL_set_options(ssl_, SSL_OP_NO_QUERY_MTU | SSL_OP_COOKIE_EXCHANGE);
+  DTLS_set_link_mtu(ssl_, kLinkMtu);
+  SSL_set_accept_state(ssl_);
+}
+
+DtlsSession::~DtlsSession() { SSL_free(ssl_); }
+
+DtlsSession::ListenResult DtlsSession::listen(std::span<const uint8_t> datagram,
+                                              std::span<const uint8_t> client) {
+  (void)BIO_reset(SSL_get_rbio(ssl_));
+  feed(datagram);
+  const size_t n = std::min(client.size(), client_.size());
+  std::copy_n(client.begin(), n, client_.begin());
+  cookie_address_ = DtlsCookieAddress{std::span<const uint8_t>(client_).first(n)};
+  SSL_set_app_data(ssl_, &cookie_address_);
+  BIO_ADDR* peer = BIO_ADDR_new();
+  ERR_clear_error();
+  const int r = DTLSv1_listen(ssl_, peer);
+  BIO_ADDR_free(peer);
+  ERR_clear_error();
+  if (r > 0) return ListenResult::kVerified;
+  // 0: a HelloVerifyRequest went out, or the datagram was silently dropped; < 0: a fatal
+  // error, after which this SSL may not listen again — the caller replaces the session.
+  (void)BIO_reset(SSL_get_rbio(ssl_));
+  return r == 0 ? ListenResult::kChallenged : ListenResult::kIgnored;
+}
+
+bool DtlsSession::accept() {
+  ERR_clear_error();
+  const int r = SSL_do_handshake(ssl_);
+  if (r == 1) return true;
+  const int e = SSL_get_error(ssl_, r);
+  ERR_clear_error();
+  return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+}
+
+void DtlsSession::feed(std::span<const uint8_t> datagram) {
+  BIO_write(SSL_get_rbio(ssl_), datagram.data(), static_cast<int>(datagram.size()));
+}
+
+DtlsSession::ReadResult DtlsSession::read(std::span<uint8_t> into) {
+  size_t n = 0;
+  ERR_clear_error();
+  if (SSL_read_ex(ssl_, into.data(), into.size(), &n) == 1) return {Status::kData, n};
+  switch (SSL_get_error(ssl_, 0)) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE:
+      return {Status::kWouldBlock};
+    case SSL_ERROR_ZERO_RETURN:
+      return {Status::kClosed};
+    default:
+      ERR_clear_error();
+      // A record that fails to authenticate is dropped by OpenSSL without an error (RFC 6347
+      // §4.1.2.7); getting here means the handshake itself failed.
+      return {Status::kFailed};
+  }
+}
+
+bool DtlsSession::hasPending() const { return SSL_has_pending(ssl_) == 1; }
+
+bool DtlsSession::write(std::span<const uint8_t> plaintext) {
+  if (!established()) return false;
+  size_t n = 0;
+  ERR_clear_error();
+  if (SSL_write_ex(ssl_, plaintext.data(), plaintext.size(), &n) == 1) return true;
+  ERR_clear_error();
+  return false;
+}
+
+void DtlsSession::onTimer() {
+  if (!established()) (void)DTLSv1_handle_timeout(ssl_);
+  ERR_clear_error();
+}
+
+void DtlsSession::shutdown() {
+  if (established()) (void)SSL_shutdown(ssl_);
+  ERR_clear_error();
+}
+
+bool DtlsSession::established() const { return SSL_is_init_finished(ssl_) == 1; }
+
+}  // namespace kturn::net

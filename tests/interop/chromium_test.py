@@ -92,9 +92,9 @@ def kturnd_config(settings: h.ServerSettings, metrics_port: int, workdir: str) -
         port = settings.port if t.shares_udp_port else h.free_port()
         listeners.append(dict(udp, name=t.listener, protocol=t.protocol, port=port,
                               **t.listener_extra(workdir)))
-    check_names = [x["name"] for x in listeners]
-    h.check(listeners[0]["protocol"] == "TURN-UDP" and len(set(check_names)) == len(check_names),
-            f"TRANSPORTS must start with TURN-UDP and have distinct names: {check_names}")
+    names = [x["name"] for x in listeners]
+    h.check(listeners[0]["protocol"] == "TURN-UDP" and len(set(names)) == len(names),
+            f"TRANSPORTS must start with TURN-UDP and have distinct names: {names}")
     config["listeners"] = listeners
     config["admin"]["metrics_endpoint"] = f"http://{h.LOOPBACK}:{metrics_port}/metrics"
     return config

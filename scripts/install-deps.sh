@@ -13,6 +13,9 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # real peers for interop tests: coturn's turnutils_*, aioice
   coturn python3 python3-aioice python3-prometheus-client
+  # real WebRTC for the browser interop test: headless Chromium, driven over its DevTools pipe
+  # (tests/interop/browser.py, stdlib only: no chromedriver or selenium needed)
+  chromium
   # bench/compare draws its saturation chart with matplotlib (Agg backend)
   python3-matplotlib
   # tests/deploy reads the CRDs and manifests

@@ -532,12 +532,14 @@ def relay_port_range(size: int = 200) -> Tuple[int, int]:
 class Proc:
     """A child process in its own process group, output to a log file, killed on stop()."""
 
-    def __init__(self, name: str, argv: Sequence[str], workdir: str, env=None):
+    def __init__(self, name: str, argv: Sequence[str], workdir: str, env=None,
+                 pass_fds: Sequence[int] = ()):
         self.name = name
         self.argv = list(argv)
         self.workdir = workdir
         self.log_path = os.path.join(workdir, f"{name}.log")
         self.env = env
+        self.pass_fds = tuple(pass_fds)  # kept open in the child, at the same numbers
         self.proc: Optional[subprocess.Popen] = None
 
     def start(self) -> "Proc":
@@ -547,7 +549,8 @@ class Proc:
         try:
             self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, cwd=self.workdir,
-                                         env=self.env, start_new_session=True)
+                                         env=self.env, start_new_session=True,
+                                         pass_fds=self.pass_fds)
         except OSError as e:
             raise TestFailure(f"cannot start {self.name} ({self.argv[0]}): {e}")
         finally:

@@ -1,0 +1,281 @@
+"""Headless Debian Chromium driven over the Chrome DevTools Protocol, stdlib only.
+
+The browser is started with --remote-debugging-pipe: DevTools messages are JSON texts, each
+ended by a NUL byte, that Chromium reads on its fd 3 and writes on its fd 4. No debugging port is
+opened (nothing to collide with tests running in parallel, nothing reachable from outside), no
+WebDriver or websocket library is needed, and if the browser dies the pipe reaches EOF at once
+instead of a connection timing out.
+
+  with Chromium(workdir) as browser:
+      page = browser.new_page()                     # a tab, attached in flat session mode
+      page.navigate("http://127.0.0.1:PORT/page.html")
+      page.wait_for("typeof window.runEcho === 'function'", timeout=10)
+      result = page.evaluate("runEcho({...})", timeout=40)   # awaits a promise, by value
+
+Every console message, uncaught exception and browser log entry of the page is written as it
+arrives to chromium-console.log in the work dir, which harness.run_test() prints on failure next
+to chromium.log (the browser's own stderr).
+
+Network safety: Chromium runs with the flags that keep it off the network when nothing asks
+(no background networking, component updates, sync, QUIC, crash uploads), and host name
+resolution is mapped to NOTFOUND except for localhost, so only what a test page does itself
+(loopback addresses) can leave the browser.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import shutil
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import harness as h
+
+# As the machine notes say Debian's chromium runs headless here (root, no GPU), plus flags that
+# keep an automated, offline browser quiet and deterministic.
+BASE_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-default-browser-check", "--disable-default-apps", "--disable-extensions",
+    "--disable-breakpad", "--disable-crash-reporter", "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection", "--disable-dev-shm-usage",
+    "--disable-features=Translate,MediaRouter,OptimizationHints,DialMediaRouteProvider,"
+    "AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+    "--metrics-recording-only", "--password-store=basic", "--mute-audio",
+    "--no-proxy-server",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+    "--enable-logging=stderr", "--log-level=1",
+)
+
+
+class DevToolsPipe:
+    """The parent's end of --remote-debugging-pipe: numbered commands, responses and events."""
+
+    def __init__(self, read_fd: int, write_fd: int, console_log: str):
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        self.buffer = b""
+        self.next_id = 1
+        self.events: List[Dict[str, Any]] = []
+        self.console_lines: List[str] = []
+        self.console_log = console_log
+        self.closed = False
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.closed = True
+
+    def send(self, method: str, params: Optional[dict] = None,
+             session: Optional[str] = None) -> int:
+        msg: Dict[str, Any] = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        self.next_id += 1
+        data = json.dumps(msg).encode() + b"\0"
+        try:
+            while data:
+                data = data[os.write(self.write_fd, data):]
+        except OSError as e:
+            raise h.TestFailure(f"DevTools pipe: cannot send {method} ({e}): did the browser "
+                                f"exit?")
+        return msg["id"]
+
+    def _read_messages(self, deadline: float) -> List[Dict[str, Any]]:
+        """Blocks until at least one message is complete or the deadline passes."""
+        while b"\0" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            ready, _, _ = select.select([self.read_fd], [], [], min(left, 0.5))
+            if not ready:
+                continue
+            chunk = os.read(self.read_fd, 1 << 20)
+            if not chunk:
+                raise h.TestFailure("DevTools pipe closed: the browser exited (see chromium.log)")
+            self.buffer += chunk
+        *complete, self.buffer = self.buffer.split(b"\0")
+        return [json.loads(m) for m in complete if m]
+
+    def call(self, method: str, params: Optional[dict] = None, session: Optional[str] = None,
+             timeout: float = 10.0) -> Dict[str, Any]:
+        """Sends a command and waits for its response; events that arrive meanwhile are kept."""
+        msg_id = self.send(method, params, session)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for msg in self._read_messages(deadline):
+                if msg.get("id") == msg_id:
+                    if "error" in msg:
+                        raise h.TestFailure(f"DevTools {method} failed: {msg['error']}")
+                    return msg.get("result", {})
+                if "method" in msg:
+                    self._on_event(msg)
+        raise h.TestFailure(f"DevTools {method}: no response within {timeout:.0f} s")
+
+    def _on_event(self, event: Dict[str, Any]) -> None:
+        self.events.append(event)
+        line = _console_line(event)
+        if line is not None:
+            self.console_lines.append(line)
+            with open(self.console_log, "a") as f:
+                f.write(line + "\n")
+
+
+def _remote_object_text(obj: Dict[str, Any]) -> str:
+    if "value" in obj:
+        v = obj["value"]
+        return v if isinstance(v, str) else json.dumps(v)
+    return str(obj.get("description", obj.get("type", "?")))
+
+
+def _console_line(event: Dict[str, Any]) -> Optional[str]:
+    """One readable line for a console message, an uncaught exception or a log entry."""
+    method, p = event.get("method"), event.get("params", {})
+    if method == "Runtime.consoleAPICalled":
+        text = " ".join(_remote_object_text(a) for a in p.get("args", []))
+        return f"console.{p.get('type', 'log')}: {text}"
+    if method == "Runtime.exceptionThrown":
+        d = p.get("exceptionDetails", {})
+        exc = d.get("exception", {})
+        return (f"uncaught exception: {d.get('text', '')} "
+                f"{exc.get('description', '')} at {d.get('url', '')}:{d.get('lineNumber', '')}")
+    if method == "Log.entryAdded":
+        e = p.get("entry", {})
+        return f"log.{e.get('level', '?')} [{e.get('source', '?')}]: {e.get('text', '')} " \
+               f"{e.get('url', '')}".rstrip()
+    return None
+
+
+class Page:
+    """One tab, reached through a flat-mode session on the browser's pipe."""
+
+    def __init__(self, pipe: DevToolsPipe, session: str):
+        self.pipe = pipe
+        self.session = session
+
+    def call(self, method: str, params: Optional[dict] = None, timeout: float = 10.0):
+        return self.pipe.call(method, params, self.session, timeout)
+
+    def navigate(self, url: str, timeout: float = 10.0) -> None:
+        result = self.call("Page.navigate", {"url": url}, timeout)
+        if result.get("errorText"):
+            raise h.TestFailure(f"navigation to {url} failed: {result['errorText']}")
+
+    def evaluate(self, expression: str, timeout: float) -> Any:
+        """Evaluates expression in the page, awaiting a returned promise; returns the value
+        (JSON-serialisable). A thrown exception or a rejected promise is a TestFailure."""
+        result = self.call("Runtime.evaluate",
+                           {"expression": expression, "awaitPromise": True,
+                            "returnByValue": True, "userGesture": True}, timeout)
+        if "exceptionDetails" in result:
+            d = result["exceptionDetails"]
+            raise h.TestFailure(f"page threw while evaluating {expression[:60]!r}: "
+                                f"{d.get('exception', {}).get('description', d.get('text'))}")
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, condition: str, timeout: float, what: str = "") -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.evaluate(f"Boolean({condition})", timeout=max(1.0, timeout)):
+                return
+            if time.monotonic() >= deadline:
+                raise h.TestFailure(f"timed out after {timeout:.0f} s waiting for "
+                                    f"{what or condition} in the page")
+            time.sleep(0.1)
+
+
+def _high_fd(fd: int) -> int:
+    """A duplicate of fd numbered 10 or above (so `3<&N 4>&M` in the child never clobbers N or M)
+    and inheritable; the original is closed."""
+    dup = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    os.set_inheritable(dup, True)
+    return dup
+
+
+class Chromium:
+    """A headless Chromium process with a fresh profile in the work dir, killed on exit."""
+
+    def __init__(self, workdir: str, binary: Optional[str] = None,
+                 extra_flags: Sequence[str] = (), startup_timeout: float = 20.0):
+        self.workdir = workdir
+        self.binary = binary or shutil.which("chromium") or "/usr/bin/chromium"
+        self.extra_flags = list(extra_flags)
+        self.startup_timeout = startup_timeout
+        self.proc: Optional[h.Proc] = None
+        self.pipe: Optional[DevToolsPipe] = None
+        self.console_log = os.path.join(workdir, "chromium-console.log")
+        self.version = ""
+
+    def start(self) -> "Chromium":
+        h.check(os.access(self.binary, os.X_OK),
+                f"chromium not found at {self.binary} (Debian package chromium; "
+                f"scripts/install-deps.sh installs it)")
+        profile = os.path.join(self.workdir, "chromium-profile")
+        os.makedirs(profile, exist_ok=True)
+        to_browser_r, to_browser_w = os.pipe()
+        from_browser_r, from_browser_w = os.pipe()
+        child_in, child_out = _high_fd(to_browser_r), _high_fd(from_browser_w)
+        flags = list(BASE_FLAGS) + [f"--user-data-dir={profile}", "--remote-debugging-pipe"]
+        flags += self.extra_flags + ["about:blank"]
+        # bash (dash takes single-digit fds only) puts the pipe ends at the numbers Chromium
+        # expects, then execs the browser.
+        argv = ["/bin/bash", "-c",
+                f'exec "$0" "$@" 3<&{child_in} 4>&{child_out} {child_in}<&- {child_out}>&-',
+                self.binary] + flags
+        open(self.console_log, "a").close()
+        h.register_log(self.console_log)
+        self.proc = h.Proc("chromium", argv, self.workdir, pass_fds=(child_in, child_out))
+        h.register_log(self.proc.log_path)
+        try:
+            self.proc.start()
+        finally:
+            os.close(child_in)
+            os.close(child_out)
+        self.pipe = DevToolsPipe(from_browser_r, to_browser_w, self.console_log)
+        version = self.pipe.call("Browser.getVersion", timeout=self.startup_timeout)
+        self.version = version.get("product", "?")
+        return self
+
+    def new_page(self) -> Page:
+        assert self.pipe is not None
+        target = self.pipe.call("Target.createTarget", {"url": "about:blank"})
+        attached = self.pipe.call("Target.attachToTarget",
+                                  {"targetId": target["targetId"], "flatten": True})
+        page = Page(self.pipe, attached["sessionId"])
+        for domain in ("Runtime", "Log", "Page"):
+            page.call(f"{domain}.enable")
+        return page
+
+    def stop(self) -> None:
+        if self.pipe is not None and not self.pipe.closed:
+            try:  # a clean exit first: no crash dialogs or half-written profile
+                self.pipe.send("Browser.close")
+            except h.TestFailure:
+                pass
+        if self.proc is not None and self.proc.running():
+            try:
+                self.proc.proc.wait(timeout=3)  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - stop() below kills the group
+                pass
+        if self.proc is not None:
+            self.proc.stop()
+        if self.pipe is not None:
+            self.pipe.close()
+
+    def __enter__(self) -> "Chromium":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

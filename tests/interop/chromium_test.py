@@ -2,10 +2,11 @@
 """Headless Debian Chromium (real WebRTC) through kturnd, relay candidates only.
 
 kturnd runs with a listener per transport (TURN-UDP and TURN-TCP on one port number, as a
-STUNner Gateway serves them on 3478) and its Prometheus endpoint on. A page served from
-http://127.0.0.1 (a secure context) opens two RTCPeerConnections with
+STUNner Gateway serves them on 3478, and TURN-TLS on its own) and its Prometheus endpoint on. A
+page served from http://127.0.0.1 (a secure context) opens two RTCPeerConnections with
 iceTransportPolicy 'relay' and a single ICE server, the listener of --transport
-(turn:127.0.0.1:PORT?transport=udp|tcp); a reliable data channel opens between them and
+(turn:127.0.0.1:PORT?transport=udp|tcp or turns:127.0.0.1:PORT?transport=tcp with a
+self-signed certificate Chromium is told to accept); a reliable data channel opens between them and
 --messages messages of --size bytes go out and are echoed back, each checked, in order.
 
 Passes only if
@@ -23,9 +24,10 @@ kturnd's log are printed on failure. Chromium only ever talks to 127.0.0.1.
 
   /usr/bin/python3 chromium_test.py --server kturnd --kturnd build/kturnd --transport udp
   /usr/bin/python3 chromium_test.py --server kturnd --kturnd build/kturnd --transport tcp
+  /usr/bin/python3 chromium_test.py --server kturnd --kturnd build/kturnd --transport tls
 
 A transport is one entry of TRANSPORTS: the listener kturnd gets for it, the ICE server URL the
-page uses and what Chromium's stats must say. README.md tells how TURN-TLS is to be added.
+page uses and what Chromium's stats must say.
 """
 
 import argparse
@@ -65,7 +67,18 @@ TRANSPORTS: Dict[str, Transport] = {
                      url="turn:{host}:{port}?transport=udp", relay_protocol="udp"),
     "tcp": Transport(listener="tcp", protocol="TURN-TCP",
                      url="turn:{host}:{port}?transport=tcp", relay_protocol="tcp"),
+    # A self-signed certificate Chromium is told to accept (the flag is the way; no NSS db).
+    "tls": Transport(listener="tls", protocol="TURN-TLS",
+                     url="turns:{host}:{port}?transport=tcp", relay_protocol="tls",
+                     shares_udp_port=False, listener_extra=lambda workdir: tls_material(),
+                     browser_flags=("--ignore-certificate-errors",)),
 }
+
+
+def tls_material() -> dict:
+    """The `cert`/`key` fields of a TURN-TLS listener: a fresh self-signed pair, base64 PEM."""
+    cert, key = h.self_signed_cert()
+    return {"cert": h.base64_file(cert), "key": h.base64_file(key)}
 
 # Counters that must grow on the listener under test and stay put on every other one:
 # (series, label naming the listener, extra labels, minimum growth as f(messages, size)).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kturn/transport_address.h"
+#include "net/interface_addresses.h"
 #include "net/tls_context.h"
 #include "turn/server_config.h"
 
@@ -30,6 +31,9 @@ struct ListenerSpec {
 struct Dataplane {
   std::vector<ListenerSpec> listeners;
   turn::ServerConfigPtr turn;
+  // The host's addresses when the config was built: where a relay of the family the client did
+  // not reach kturnd with comes from.
+  net::InterfaceAddresses interfaces;
 };
 
 using DataplanePtr = std::shared_ptr<const Dataplane>;

@@ -150,6 +150,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
       policy.own_addresses.push_back(spec.address);
   }
   dataplane->turn = std::move(turn_config);
+  dataplane->interfaces = net::InterfaceAddresses::current();
   return DataplanePtr(std::move(dataplane));
 }
 

@@ -77,7 +77,14 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
   IpAddress ip = listener != nullptr ? listener->address.ip : request.five_tuple.server.ip;
   if (ip.isUnspecified()) ip = request.five_tuple.server.ip;
   if (ip.family() != request.family) {
-    return makeError(Error::Code::kUnsupported, "no relay address of the requested family");
+    // REQUESTED-ADDRESS-FAMILY of the other family: an address of that family on the same
+    // interface (IPv4 127.0.0.1 for a listener on ::1, say).
+    const auto other =
+        dataplane_ ? dataplane_->interfaces.sibling(ip, request.family) : std::nullopt;
+    if (!other) {
+      return makeError(Error::Code::kUnsupported, "no relay address of the requested family");
+    }
+    ip = *other;
   }
 
   const int64_t now = unixNow();

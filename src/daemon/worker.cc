@@ -65,20 +65,32 @@ Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int
                                                    spec.address.toString() +
                                                    "/tcp: " + listening.error().message);
     }
-    return BoundListener{spec, net::UdpSocket(), std::move(*listening)};
+    return BoundListener{spec, net::UdpSocket(), net::UdpSocket(), std::move(*listening)};
   }
   net::UdpSocketOptions opts;
   opts.reuse_port = true;
   opts.packet_info = true;
   opts.recv_buffer = socket_buffer;
   opts.send_buffer = socket_buffer;
-  auto socket = net::UdpSocket::bind(spec.address, opts);
-  if (!socket) {
-    return makeError(
-        socket.error().code,
-        "listener " + spec.name + " on " + spec.address.toString() + ": " + socket.error().message);
+  auto bind = [&](const TransportAddress& address) -> Result<net::UdpSocket> {
+    auto socket = net::UdpSocket::bind(address, opts);
+    if (!socket) {
+      return makeError(socket.error().code, "listener " + spec.name + " on " + address.toString() +
+                                                ": " + socket.error().message);
+    }
+    return socket;
+  };
+  auto socket = bind(spec.address);
+  if (!socket) return socket.error();
+  BoundListener bound{spec, std::move(*socket), net::UdpSocket(), net::FileDescriptor()};
+  // "::" is dual stack: an IPv6-only socket and an IPv4 one on the same port, rather than one
+  // dual-stack socket whose IPv4 clients would need IPv4-mapped addresses on every send.
+  if (!spec.address.ip.isV4() && spec.address.ip.isUnspecified()) {
+    auto v4 = bind(TransportAddress{IpAddress{}, spec.address.port});
+    if (!v4) return v4.error();
+    bound.socket_v4 = std::move(*v4);
   }
-  return BoundListener{spec, std::move(*socket), net::FileDescriptor()};
+  return bound;
 }
 
 void Worker::start() {
@@ -129,14 +141,15 @@ void Worker::addListener(BoundListener bound) {
       return server_->findAllocation(tuple) != nullptr;
     };
     auto listener = std::make_unique<Listener>(
-        Listener{id, bound.spec.address, net::UdpSocket(), nullptr, nullptr});
+        Listener{id, bound.spec.address, net::UdpSocket(), net::UdpSocket(), nullptr, nullptr});
     listener->stream = std::make_unique<StreamListener>(
         loop_, id, std::move(bound.tcp), StreamListener::Limits{}, callbacks, bound.spec.tls);
     listeners_.push_back(std::move(listener));
     return;
   }
   auto listener = std::make_unique<Listener>(
-      Listener{bound.spec.id, bound.spec.address, std::move(bound.socket), nullptr, nullptr});
+      Listener{bound.spec.id, bound.spec.address, std::move(bound.socket),
+               std::move(bound.socket_v4), nullptr, nullptr});
   if (bound.spec.tls) {
     DtlsListener::Callbacks callbacks;
     callbacks.on_closed = [this](const FiveTuple& tuple) {
@@ -150,13 +163,17 @@ void Worker::addListener(BoundListener bound) {
         std::make_unique<DtlsListener>(bound.spec.tls, DtlsListener::Limits{}, callbacks);
   }
   const Listener* self = listener.get();
-  auto added =
-      loop_.add(self->socket.fd(), EPOLLIN, [this, self](uint32_t) { onListenerReadable(*self); });
-  if (!added) {
-    // epoll refusing a fresh socket means the process is out of memory or descriptors.
-    spdlog::error("worker {}: listener {}: {}", options_.index, bound.spec.name,
-                  added.error().message);
-    return;
+  for (const int fd : {self->socket.fd(), self->socket_v4.fd()}) {
+    if (fd < 0) continue;
+    auto added =
+        loop_.add(fd, EPOLLIN, [this, self, fd](uint32_t) { onListenerReadable(*self, fd); });
+    if (!added) {
+      // epoll refusing a fresh socket means the process is out of memory or descriptors.
+      spdlog::error("worker {}: listener {}: {}", options_.index, bound.spec.name,
+                    added.error().message);
+      if (fd != self->socket.fd()) loop_.remove(self->socket.fd());
+      return;
+    }
   }
   listeners_.push_back(std::move(listener));
 }
@@ -167,6 +184,7 @@ void Worker::removeListener(turn::ListenerId id) {
     std::unique_ptr<Listener> doomed = std::move(*it);
     listeners_.erase(it);
     if (!doomed->stream) loop_.remove(doomed->socket.fd());
+    if (doomed->socket_v4.fd() >= 0) loop_.remove(doomed->socket_v4.fd());
     // A stream listener closes its connections (and ends their allocations) here, with
     // listeners_ already consistent for the flush() its callbacks run.
     doomed.reset();
@@ -221,9 +239,9 @@ void Worker::onStreamFrame(turn::ListenerId id, const FiveTuple& tuple,
   if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
 }
 
-void Worker::onListenerReadable(const Listener& listener) {
+void Worker::onListenerReadable(const Listener& listener, int fd) {
   for (int round = 0; round < kMaxBatchesPerEvent; ++round) {
-    auto received = rx_.receive(listener.socket.fd());
+    auto received = rx_.receive(fd);
     ++io_stats_.receive_syscalls;
     if (!received || *received == 0) return;
     const turn::Now t = now();
@@ -300,8 +318,8 @@ void Worker::sendDtls(const Listener& listener, const TransportAddress& client,
 }
 
 void Worker::queueDtlsOutput(const Listener& listener) {
-  const int fd = listener.socket.fd();
   listener.dtls->forEachOutput([&](const TransportAddress& to, std::span<const uint8_t> bytes) {
+    const int fd = listener.fdFor(to);
     if (!tx_.queue(fd, to, bytes)) {
       tx_.flush();
       tx_.queue(fd, to, bytes);
@@ -359,7 +377,7 @@ void Worker::flush() {
       sendDtls(*listener, s.client, s.data);
       continue;
     }
-    const int fd = listener->socket.fd();
+    const int fd = listener->fdFor(s.client);
     if (!tx_.queue(fd, s.client, s.data)) {
       tx_.flush();
       tx_.queue(fd, s.client, s.data);

@@ -73,8 +73,9 @@ class Worker {
   // is taken rejects the config instead of half-applying it.
   struct BoundListener {
     ListenerSpec spec;
-    net::UdpSocket socket;    // TURN-UDP
-    net::FileDescriptor tcp;  // TURN-TCP: listening
+    net::UdpSocket socket;     // TURN-UDP and TURN-DTLS
+    net::UdpSocket socket_v4;  // the IPv4 half of a TURN-UDP/DTLS listener on "::"
+    net::FileDescriptor tcp;   // TURN-TCP and TURN-TLS: listening (on "::", dual stack)
   };
   static Result<BoundListener> bindListener(const ListenerSpec& spec, int socket_buffer);
 
@@ -96,13 +97,18 @@ class Worker {
     turn::ListenerId id;
     TransportAddress address;
     net::UdpSocket socket;                   // TURN-UDP and TURN-DTLS
+    net::UdpSocket socket_v4;                // on "::": the IPv4 socket beside the IPv6-only one
     std::unique_ptr<StreamListener> stream;  // TURN-TCP and TURN-TLS
     std::unique_ptr<DtlsListener> dtls;      // TURN-DTLS
+    // The UDP socket that reaches `client`.
+    int fdFor(const TransportAddress& client) const {
+      return client.ip.isV4() && socket_v4.fd() >= 0 ? socket_v4.fd() : socket.fd();
+    }
   };
 
   void addListener(BoundListener bound);
   void removeListener(turn::ListenerId id);
-  void onListenerReadable(const Listener& listener);
+  void onListenerReadable(const Listener& listener, int fd);
   // The TURN messages inside one receive batch of a TURN-DTLS listener.
   void onDtlsDatagrams(const Listener& listener, size_t count, const turn::Now& t);
   // Encrypts an answer for a DTLS client, making room in the output first if it is full.

@@ -4,6 +4,8 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -15,6 +17,17 @@ namespace {
 
 Error ioError(const std::string& what, int err) {
   return makeError(Error::Code::kIo, what + ": " + std::strerror(err));
+}
+
+// A listener on "::" is dual stack: an IPv4 client arrives as ::ffff:a.b.c.d. TURN must see
+// and report it as the IPv4 client it is (XOR-MAPPED-ADDRESS, the default relay family); a
+// stream needs no address to answer, so nothing is lost.
+TransportAddress unmapped(const TransportAddress& address) {
+  const auto b = address.ip.bytes();
+  static constexpr uint8_t kMappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (address.ip.isV4() || !std::equal(b.begin(), b.begin() + 12, kMappedPrefix)) return address;
+  return TransportAddress{IpAddress::v4(std::array<uint8_t, 4>{b[12], b[13], b[14], b[15]}),
+                          address.port};
 }
 
 bool setOption(int fd, int level, int name, int value) {
@@ -57,11 +70,12 @@ Result<std::optional<Accepted>> acceptTcp(int listening_fd) {
     }
     return ioError("accept", err);
   }
-  Accepted a{FileDescriptor(fd), fromSockaddr(reinterpret_cast<const sockaddr*>(&ss)), {}};
+  Accepted a{
+      FileDescriptor(fd), unmapped(fromSockaddr(reinterpret_cast<const sockaddr*>(&ss))), {}};
   setOption(fd, IPPROTO_TCP, TCP_NODELAY, 1);  // media frames must not wait for Nagle
   auto local = localAddress(fd);
   if (!local) return local.error();
-  a.local = *local;
+  a.local = unmapped(*local);
   return std::optional<Accepted>(std::move(a));
 }
 

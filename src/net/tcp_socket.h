@@ -20,6 +20,7 @@ struct TcpListenOptions {
 Result<FileDescriptor> listenTcp(const TransportAddress& local, const TcpListenOptions& opts);
 
 struct Accepted {
+  // On a dual-stack ("::") listener an IPv4 client's addresses read as IPv4, not ::ffff:a.b.c.d.
   FileDescriptor fd;  // non-blocking, close-on-exec, TCP_NODELAY
   TransportAddress remote;
   TransportAddress local;

@@ -31,11 +31,15 @@ class TurnTestClient {
     bool answered = false;
     bool success = false;
     int error = 0;
+    std::optional<TransportAddress> mapped;   // XOR-MAPPED-ADDRESS
+    std::optional<TransportAddress> relayed;  // XOR-RELAYED-ADDRESS
   };
 
   TurnTestClient(TransportAddress server, std::string username, std::string password)
       : server_(server), username_(std::move(username)), password_(std::move(password)) {
-    auto bound = net::UdpSocket::bind(*TransportAddress::parse("127.0.0.1:0"), {});
+    // A loopback socket of the server's family.
+    auto bound = net::UdpSocket::bind(
+        *TransportAddress::parse(server.ip.isV4() ? "127.0.0.1:0" : "[::1]:0"), {});
     if (bound) socket_ = std::move(*bound);
   }
 
@@ -97,7 +101,11 @@ class TurnTestClient {
       if (got <= 0) continue;
       auto m = stun::MessageView::parse({in, static_cast<size_t>(got)});
       if (!m || !std::equal(txid.begin(), txid.end(), m->transactionId().begin())) continue;
-      Outcome o{true, m->messageClass() == stun::MessageClass::kSuccessResponse, 0};
+      Outcome o{true, m->messageClass() == stun::MessageClass::kSuccessResponse, 0, {}, {}};
+      if (const auto a = m->value(stun::attr::kXorMappedAddress))
+        o.mapped = stun::decodeXorAddress(*a, m->xorPad());
+      if (const auto a = m->value(stun::attr::kXorRelayedAddress))
+        o.relayed = stun::decodeXorAddress(*a, m->xorPad());
       if (const auto e = m->value(stun::attr::kErrorCode))
         o.error = stun::decodeErrorCode(*e)->code;
       if (const auto nonce = m->value(stun::attr::kNonce)) nonce_ = stun::decodeString(*nonce);

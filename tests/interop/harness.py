@@ -37,6 +37,12 @@ import traceback
 from typing import Callable, List, Optional, Sequence, Tuple
 
 LOOPBACK = "127.0.0.1"
+LOOPBACK6 = "::1"
+
+
+def family_of(host: str) -> int:
+    """AF_INET6 for an IPv6 literal, AF_INET otherwise."""
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
 REALM = "kturn.test"
 STATIC_USER = "user1"
 STATIC_PASS = "pass1"
@@ -501,14 +507,14 @@ _handed_out: set = set()
 def free_port(host: str = LOOPBACK, udp_only: bool = False) -> int:
     """A port free for both UDP and TCP on host (best effort: another process can still race)."""
     for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        with socket.socket(family_of(host), socket.SOCK_DGRAM) as u:
             u.bind((host, 0))
             port = u.getsockname()[1]
             if port in RESERVED_PORTS or port in _handed_out:
                 continue
             if not udp_only:
                 try:
-                    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
+                    with socket.socket(family_of(host), socket.SOCK_STREAM) as t:
                         t.bind((host, port))
                 except OSError:
                     continue
@@ -630,7 +636,7 @@ def free_udp_port_pair(host: str = LOOPBACK) -> int:
         if port % 2 == 1 or port + 1 in _handed_out:
             continue
         try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            with socket.socket(family_of(host), socket.SOCK_DGRAM) as u:
                 u.bind((host, port + 1))
         except OSError:
             continue
@@ -646,8 +652,8 @@ def start_udp_echo_peer(workdir: str, host: str = LOOPBACK,
     peer = Proc("turnutils_peer", ["turnutils_peer", "-L", host, "-p", str(port)], workdir)
     register_log(peer.log_path)
     peer.start()
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((LOOPBACK, 0))
+    with socket.socket(family_of(host), socket.SOCK_DGRAM) as s:
+        s.bind((host, 0))
         s.settimeout(0.2)
         for _ in range(50):  # ~10 s
             if not peer.running():
@@ -734,7 +740,7 @@ class ServerSettings:
                  secret: str = REST_SECRET, allowed: Sequence[str] = ("127.0.0.1/32",),
                  denied_for_coturn: Sequence[str] = (), port: Optional[int] = None,
                  relay_range: Optional[Tuple[int, int]] = None, tcp: bool = False,
-                 tls: bool = False):
+                 tls: bool = False, host: str = LOOPBACK):
         check(auth in ("static", "rest"), f"unknown auth {auth}")
         self.auth = auth
         self.realm = realm
@@ -745,13 +751,14 @@ class ServerSettings:
         # coturn cannot express "only these peers": tests emulate kturnd's allow-list with an
         # explicit deny-list when running against the stand-in.
         self.denied_for_coturn = list(denied_for_coturn)
-        self.port = port or free_port()
+        self.host = host  # where the listeners bind: LOOPBACK, or LOOPBACK6 for IPv6 tests
+        self.port = port or free_port(host)
         self.relay_range = relay_range or relay_port_range()
         # Also a TURN-TCP listener on the same port number (coturn always listens on both).
         self.tcp = tcp
         # Also TURN-TLS and TURN-DTLS listeners on a port number of their own (TCP and UDP, as
         # coturn's tls-listening-port), with a fresh self-signed certificate.
-        self.tls_port = free_port() if tls else None
+        self.tls_port = free_port(host) if tls else None
         self.cert_path, self.key_path = self_signed_cert() if tls else (None, None)
 
     def credentials(self, user_id: str = "interop") -> Tuple[str, str]:
@@ -768,7 +775,7 @@ class Server:
 
     def __init__(self, settings: ServerSettings, workdir: Optional[str] = None):
         self.settings = settings
-        self.host = LOOPBACK
+        self.host = settings.host
         self.port = settings.port
         self.workdir = workdir or tempfile.mkdtemp(prefix=f"kturn-interop-{self.name}-")
         self.proc: Optional[Proc] = None
@@ -853,7 +860,7 @@ class KturndServer(Server):
         else:
             auth = {"type": "ephemeral", "realm": s.realm,
                     "credentials": {"secret": s.secret}}
-        listeners = [{"name": "udp", "protocol": "TURN-UDP", "address": LOOPBACK,
+        listeners = [{"name": "udp", "protocol": "TURN-UDP", "address": s.host,
                       "port": s.port, "min_relay_port": s.relay_range[0],
                       "max_relay_port": s.relay_range[1], "routes": ["allowed"]}]
         if s.tcp:
@@ -907,7 +914,7 @@ class CoturnServer(Server):
         tls = ([f"--tls-listening-port={s.tls_port}", f"--cert={s.cert_path}",
                 f"--pkey={s.key_path}"] if s.tls_port else ["--no-tls", "--no-dtls"])
         a = [self.binary, "-n", "--no-cli", *tls,
-             f"--listening-ip={LOOPBACK}", f"--relay-ip={LOOPBACK}",
+             f"--listening-ip={s.host}", f"--relay-ip={s.host}",
              f"--listening-port={s.port}",
              f"--min-port={s.relay_range[0]}", f"--max-port={s.relay_range[1]}",
              f"--realm={s.realm}", "--allow-loopback-peers", "--fingerprint",

@@ -11,6 +11,7 @@ same for bytes) and uclient reports zero lost and zero send-dropped packets.
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport tcp
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport tls
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport dtls
+  /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --family v6
 """
 
 import argparse
@@ -55,13 +56,15 @@ def parse_summary(out: str) -> Dict[str, int]:
 
 
 def body(args: argparse.Namespace, workdir: str) -> None:
+    host = h.LOOPBACK6 if args.family == "v6" else h.LOOPBACK
     settings = h.ServerSettings(auth=args.auth, tcp=args.transport == "tcp",
-                                tls=args.transport in ("tls", "dtls"))
+                                tls=args.transport in ("tls", "dtls"), host=host,
+                                allowed=[f"{host}/{128 if args.family == 'v6' else 32}"])
     with h.make_server(args, settings, workdir) as server:
-        _, peer_port = h.start_udp_echo_peer(workdir)
+        _, peer_port = h.start_udp_echo_peer(workdir, host=host)
         port = settings.tls_port if args.transport in ("tls", "dtls") else server.port
         argv = ["turnutils_uclient", "-p", str(port),
-                "-e", h.LOOPBACK, "-r", str(peer_port), "-L", h.LOOPBACK,
+                "-e", host, "-r", str(peer_port), "-L", host,
                 "-m", str(args.clients), "-n", str(args.messages),
                 "-l", str(args.length), "-z", str(args.interval)]
         if args.auth == "static":
@@ -78,7 +81,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
             argv += ["-t", "-S"]  # TURN over TLS (uclient does not verify the certificate)
         if args.transport == "dtls":
             argv.append("-S")  # TURN over DTLS
-        argv.append(h.LOOPBACK)
+        if args.family == "v6":
+            argv.append("-x")  # REQUESTED-ADDRESS-FAMILY IPv6: an IPv6 relay to the IPv6 peer
+        argv.append(host)
 
         uclient = h.Proc("turnutils_uclient", argv, workdir)
         h.register_log(uclient.log_path)
@@ -117,6 +122,8 @@ def main() -> None:
     p.add_argument("--no-rtcp", action="store_true",
                    help="uclient -c: no RTCP allocations (no EVEN-PORT R=1 / "
                         "RESERVATION-TOKEN pairs)")
+    p.add_argument("--family", choices=("v4", "v6"), default="v4",
+                   help="v6: server, relay (uclient -x) and peer on ::1")
     p.add_argument("--transport", choices=("udp", "tcp", "tls", "dtls"), default="udp",
                    help="client-to-server transport (uclient -t for tcp, -t -S for tls, -S for "
                         "dtls)")
@@ -126,7 +133,8 @@ def main() -> None:
     p.add_argument("--interval", type=int, default=5, help="uclient -z, ms")
     p.add_argument("--uclient-timeout", type=float, default=60.0)
     args, _ = p.parse_known_args()
-    name = (f"uclient-{args.transport}-{args.auth}-{args.mode}"
+    family = "6" if args.family == "v6" else ""
+    name = (f"uclient-{args.transport}{family}-{args.auth}-{args.mode}"
             f"{'-nortcp' if args.no_rtcp else ''}")
     h.run_test(name, body, p)
 

@@ -26,6 +26,11 @@ struct Limits {
   int auth_failures = 20;        // failed authentications per source address and window...
   int auth_failure_window = 10;  // ...in seconds; then its requests are dropped unanswered
   int nonce_lifetime = 600;      // seconds before a nonce is stale (438)
+  // TURN-TCP/TLS connections and TURN-DTLS sessions per listener, all workers together; 0 means
+  // kturnd's own cap (8192 per worker).
+  int max_connections = 0;
+  int idle_timeout = 30;       // seconds a connection or session without allocation may idle
+  int handshake_timeout = 10;  // seconds a TLS/DTLS handshake may take
 
   friend bool operator==(const Limits&, const Limits&) = default;
 };

@@ -184,6 +184,9 @@ Result<void> readLimits(const Json& v, const Path& path, std::optional<Limits>& 
       field("auth_failures", readInt, limits.auth_failures),
       field("auth_failure_window", readInt, limits.auth_failure_window),
       field("nonce_lifetime", readInt, limits.nonce_lifetime),
+      field("max_connections", readInt, limits.max_connections),
+      field("idle_timeout", readInt, limits.idle_timeout),
+      field("handshake_timeout", readInt, limits.handshake_timeout),
   };
   if (auto r = readObject(v, path, fields); !r) return r;
   out = limits;

@@ -38,7 +38,10 @@ Json adminJson(const Admin& a) {
                          {"listener_kbps", l.listener_kbps},
                          {"auth_failures", l.auth_failures},
                          {"auth_failure_window", l.auth_failure_window},
-                         {"nonce_lifetime", l.nonce_lifetime}};
+                         {"nonce_lifetime", l.nonce_lifetime},
+                         {"max_connections", l.max_connections},
+                         {"idle_timeout", l.idle_timeout},
+                         {"handshake_timeout", l.handshake_timeout}};
   }
   return out;
 }

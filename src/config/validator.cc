@@ -63,7 +63,8 @@ Result<void> validateAdmin(Admin& a) {
     for (const auto& [name, value] : {std::pair{"max_allocations", l.max_allocations},
                                       {"allocation_kbps", l.allocation_kbps},
                                       {"listener_kbps", l.listener_kbps},
-                                      {"auth_failures", l.auth_failures}}) {
+                                      {"auth_failures", l.auth_failures},
+                                      {"max_connections", l.max_connections}}) {
       if (value < 0) {
         return invalid(std::string("admin.limits.") + name,
                        "must not be negative (0: unlimited), got " + std::to_string(value));
@@ -77,6 +78,14 @@ Result<void> validateAdmin(Admin& a) {
     if (l.nonce_lifetime < 30 || l.nonce_lifetime > 86400) {
       return invalid("admin.limits.nonce_lifetime",
                      "want 30-86400 seconds, got " + std::to_string(l.nonce_lifetime));
+    }
+    if (l.idle_timeout < 5 || l.idle_timeout > 3600) {
+      return invalid("admin.limits.idle_timeout",
+                     "want 5-3600 seconds, got " + std::to_string(l.idle_timeout));
+    }
+    if (l.handshake_timeout < 1 || l.handshake_timeout > 300) {
+      return invalid("admin.limits.handshake_timeout",
+                     "want 1-300 seconds, got " + std::to_string(l.handshake_timeout));
     }
   }
 

@@ -2,6 +2,7 @@
 // Built once per config on the main thread, shared read-only by every worker.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,8 +29,18 @@ struct ListenerSpec {
   uint16_t max_relay_port = 0;
 };
 
+// Limits of TURN-TCP/TLS connections and TURN-DTLS sessions, per listener and worker
+// (admin.limits; the process-wide connection cap is already divided among the workers).
+struct ConnectionLimits {
+  size_t max_connections = 8192;
+  std::chrono::seconds idle_timeout{30};
+  std::chrono::seconds handshake_timeout{10};
+  friend bool operator==(const ConnectionLimits&, const ConnectionLimits&) = default;
+};
+
 struct Dataplane {
   std::vector<ListenerSpec> listeners;
+  ConnectionLimits connections;
   turn::ServerConfigPtr turn;
   // The host's addresses when the config was built: where a relay of the family the client did
   // not reach kturnd with comes from.

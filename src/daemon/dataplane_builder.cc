@@ -90,6 +90,11 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   turn_config->lifetimes.nonce = turn::Seconds(limits.nonce_lifetime);
 
   auto dataplane = std::make_shared<Dataplane>();
+  if (limits.max_connections > 0) {
+    dataplane->connections.max_connections = share(static_cast<uint64_t>(limits.max_connections));
+  }
+  dataplane->connections.idle_timeout = std::chrono::seconds(limits.idle_timeout);
+  dataplane->connections.handshake_timeout = std::chrono::seconds(limits.handshake_timeout);
   for (size_t i = 0; i < config.listeners.size(); ++i) {
     const config::Listener& l = config.listeners[i];
     const std::string field = "listeners[" + std::to_string(i) + "]";

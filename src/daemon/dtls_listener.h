@@ -85,6 +85,8 @@ class DtlsListener {
   // second.
   void sweep(turn::MonoTime now);
   void setTlsContext(net::TlsContextPtr context);
+  // New limits (a config change): they apply from the next ClientHello and sweep on.
+  void setLimits(const Limits& limits) { limits_ = limits; }
 
   size_t sessionCount() const { return sessions_.size(); }
   const DtlsListenerStats& stats() const { return stats_; }

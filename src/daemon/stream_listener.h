@@ -83,6 +83,8 @@ class StreamListener {
   // A new certificate: connections accepted from now on use `tls`; established ones keep the
   // context they were made with.
   void setTlsContext(net::TlsContextPtr tls) { tls_ = std::move(tls); }
+  // New limits (a config change): they apply from the next accept and sweep on.
+  void setLimits(const Limits& limits) { limits_ = limits; }
 
   size_t connectionCount() const { return connections_.size(); }
   const StreamListenerStats& stats() const { return stats_; }

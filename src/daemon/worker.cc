@@ -24,6 +24,22 @@ turn::Server::Options serverOptions() {
   return o;
 }
 
+StreamListener::Limits streamLimits(const ConnectionLimits& c) {
+  StreamListener::Limits limits;
+  limits.max_connections = c.max_connections;
+  limits.idle_timeout = c.idle_timeout;
+  limits.handshake_timeout = c.handshake_timeout;
+  return limits;
+}
+
+DtlsListener::Limits dtlsLimits(const ConnectionLimits& c) {
+  DtlsListener::Limits limits;
+  limits.max_sessions = c.max_connections;
+  limits.idle_timeout = c.idle_timeout;
+  limits.handshake_timeout = c.handshake_timeout;
+  return limits;
+}
+
 }  // namespace
 
 Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& reservations)
@@ -108,8 +124,13 @@ void Worker::reconfigure(DataplanePtr dataplane, std::vector<BoundListener> adde
   auto sockets = std::make_shared<std::vector<BoundListener>>(std::move(added));
   post([this, dataplane = std::move(dataplane), sockets, removed = std::move(removed)]() mutable {
     for (turn::ListenerId id : removed) removeListener(id);
-    for (BoundListener& bound : *sockets) addListener(std::move(bound));
-    // A rotated certificate: the listener's next connections use the new context.
+    for (BoundListener& bound : *sockets) addListener(std::move(bound), dataplane->connections);
+    // A rotated certificate: the listener's next connections use the new context. New limits
+    // apply to every stream and DTLS listener.
+    for (const auto& l : listeners_) {
+      if (l->stream) l->stream->setLimits(streamLimits(dataplane->connections));
+      if (l->dtls) l->dtls->setLimits(dtlsLimits(dataplane->connections));
+    }
     for (const ListenerSpec& spec : dataplane->listeners) {
       const Listener* listener = findListener(spec.id);
       if (spec.tls && listener != nullptr && listener->stream) {
@@ -125,7 +146,7 @@ void Worker::reconfigure(DataplanePtr dataplane, std::vector<BoundListener> adde
   });
 }
 
-void Worker::addListener(BoundListener bound) {
+void Worker::addListener(BoundListener bound, const ConnectionLimits& limits) {
   if (bound.spec.protocol == TransportProtocol::kTcp) {
     const turn::ListenerId id = bound.spec.id;
     StreamListener::Callbacks callbacks;
@@ -143,7 +164,7 @@ void Worker::addListener(BoundListener bound) {
     auto listener = std::make_unique<Listener>(
         Listener{id, bound.spec.address, net::UdpSocket(), net::UdpSocket(), nullptr, nullptr});
     listener->stream = std::make_unique<StreamListener>(
-        loop_, id, std::move(bound.tcp), StreamListener::Limits{}, callbacks, bound.spec.tls);
+        loop_, id, std::move(bound.tcp), streamLimits(limits), callbacks, bound.spec.tls);
     listeners_.push_back(std::move(listener));
     return;
   }
@@ -159,8 +180,7 @@ void Worker::addListener(BoundListener bound) {
     callbacks.has_allocation = [this](const FiveTuple& tuple) {
       return server_->findAllocation(tuple) != nullptr;
     };
-    listener->dtls =
-        std::make_unique<DtlsListener>(bound.spec.tls, DtlsListener::Limits{}, callbacks);
+    listener->dtls = std::make_unique<DtlsListener>(bound.spec.tls, dtlsLimits(limits), callbacks);
   }
   const Listener* self = listener.get();
   for (const int fd : {self->socket.fd(), self->socket_v4.fd()}) {

@@ -106,7 +106,7 @@ class Worker {
     }
   };
 
-  void addListener(BoundListener bound);
+  void addListener(BoundListener bound, const ConnectionLimits& limits);
   void removeListener(turn::ListenerId id);
   void onListenerReadable(const Listener& listener, int fd);
   // The TURN messages inside one receive batch of a TURN-DTLS listener.

@@ -16,7 +16,8 @@ std::string withAdmin(const std::string& admin) {
 TEST(Limits, ParsedAndRoundTripped) {
   auto c = parseConfig(withAdmin(
       "{name: gw, limits: {max_allocations: 5000, allocation_kbps: 2500, listener_kbps: 1000000, "
-      "auth_failures: 5, auth_failure_window: 30, nonce_lifetime: 120}}"));
+      "auth_failures: 5, auth_failure_window: 30, nonce_lifetime: 120, max_connections: 100, "
+      "idle_timeout: 20, handshake_timeout: 4}}"));
   ASSERT_TRUE(c) << c.error().message;
   ASSERT_TRUE(c->admin.limits);
   const Limits& l = *c->admin.limits;
@@ -26,6 +27,9 @@ TEST(Limits, ParsedAndRoundTripped) {
   EXPECT_EQ(l.auth_failures, 5);
   EXPECT_EQ(l.auth_failure_window, 30);
   EXPECT_EQ(l.nonce_lifetime, 120);
+  EXPECT_EQ(l.max_connections, 100);
+  EXPECT_EQ(l.idle_timeout, 20);
+  EXPECT_EQ(l.handshake_timeout, 4);
   auto again = parseConfig(toJson(*c));
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(*again, *c);
@@ -54,6 +58,9 @@ TEST(Limits, BadValuesNameTheField) {
       {"{limits: {auth_failure_window: 0}}", "admin.limits.auth_failure_window"},
       {"{limits: {nonce_lifetime: 5}}", "admin.limits.nonce_lifetime"},
       {"{limits: {nonce_lifetime: ten}}", "admin.limits.nonce_lifetime"},
+      {"{limits: {max_connections: -1}}", "admin.limits.max_connections"},
+      {"{limits: {idle_timeout: 1}}", "admin.limits.idle_timeout"},
+      {"{limits: {handshake_timeout: 0}}", "admin.limits.handshake_timeout"},
   };
   for (const auto& [admin, field] : cases) {
     auto c = parseConfig(withAdmin(admin));

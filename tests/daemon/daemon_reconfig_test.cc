@@ -43,10 +43,12 @@ class DaemonReconfigTest : public ::testing::Test {
   }
 
   void writeConfig(const std::vector<std::pair<std::string, uint16_t>>& listeners,
-                   const char* protocol = "TURN-UDP") {
+                   const char* protocol = "TURN-UDP", const char* limits = "{}") {
     std::ofstream out(path_);
     out << "version: v1\n"
-           "admin: {name: t, healthcheck_endpoint: \"\"}\n"
+           "admin: {name: t, healthcheck_endpoint: \"\", limits: "
+        << limits
+        << "}\n"
            "auth: {type: static, realm: kturn.test, credentials: {username: u, password: p}}\n"
            "listeners:\n";
     for (const auto& [name, port] : listeners) {
@@ -154,6 +156,34 @@ TEST_F(DaemonReconfigTest, ATcpListenerGoesAwayWithItsConnectionsAndSoDoesTheDae
   daemon_.reset();  // shutdown with a TCP connection open: no crash, the connection closes
   EXPECT_TRUE(closedByServer(second));
   ::close(second);
+}
+
+TEST_F(DaemonReconfigTest, ConnectionLimitsApplyToRunningListeners) {
+  writeConfig({{"a", port_a_}, {"t", port_b_}});
+  ASSERT_TRUE(daemon_->reload());
+  // One connection per worker (2 workers): of four, at least two are closed at once.
+  writeConfig({{"a", port_a_}, {"t", port_b_}}, "TURN-UDP", "{max_connections: 2}");
+  ASSERT_TRUE(daemon_->reload());
+  std::vector<int> fds;
+  for (int i = 0; i < 4; ++i) fds.push_back(connectTcp(port_b_));
+  int closed = 0;
+  for (int fd : fds) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 500) > 0) {
+      uint8_t buf[16];
+      if (::recv(fd, buf, sizeof buf, MSG_DONTWAIT) <= 0) ++closed;
+    }
+  }
+  EXPECT_GE(closed, 2) << "the cap of the running TCP listener did not change";
+  EXPECT_LE(closed, 3);
+  for (int fd : fds) ::close(fd);
+
+  writeConfig({{"a", port_a_}, {"t", port_b_}});  // back to the default cap
+  ASSERT_TRUE(daemon_->reload());
+  const int again = connectTcp(port_b_);
+  pollfd p{again, POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 300), 0) << "a connection under the default cap was closed";
+  ::close(again);
 }
 
 TEST_F(DaemonReconfigTest, AnInvalidConfigNamesTheFieldAndChangesNothing) {

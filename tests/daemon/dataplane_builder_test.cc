@@ -123,7 +123,8 @@ TEST(DataplaneBuilder, LimitsAreSharedAmongWorkers) {
   auto dp = builder.build(parse(R"(
 version: v1
 admin: {name: t, limits: {max_allocations: 10, allocation_kbps: 800, listener_kbps: 8000,
-                          auth_failures: 3, auth_failure_window: 60, nonce_lifetime: 90}}
+                          auth_failures: 3, auth_failure_window: 60, nonce_lifetime: 90,
+                          max_connections: 1000, idle_timeout: 15, handshake_timeout: 3}}
 auth: {type: static, credentials: {username: u, password: p}}
 )"),
                           {});
@@ -135,12 +136,16 @@ auth: {type: static, credentials: {username: u, password: p}}
   EXPECT_EQ(t.auth_failures_per_window, 3u);
   EXPECT_EQ(t.auth_failure_window_seconds, 60);
   EXPECT_EQ(t.lifetimes.nonce, turn::Seconds(90));
+  EXPECT_EQ((*dp)->connections.max_connections, 250u);  // per worker
+  EXPECT_EQ((*dp)->connections.idle_timeout, std::chrono::seconds(15));
+  EXPECT_EQ((*dp)->connections.handshake_timeout, std::chrono::seconds(3));
 
   auto defaults = builder.build(parse(kConfig), {});
   ASSERT_TRUE(defaults);
   EXPECT_EQ((*defaults)->turn->max_allocations, 0u);
   EXPECT_EQ((*defaults)->turn->auth_failures_per_window, 20u);
   EXPECT_EQ((*defaults)->turn->lifetimes.nonce, turn::Seconds(600));
+  EXPECT_EQ((*defaults)->connections, ConnectionLimits{});  // 8192 per worker, 30 s, 10 s
 }
 
 }  // namespace

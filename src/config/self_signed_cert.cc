@@ -8,20 +8,15 @@
 
 #include <memory>
 
+#include "common/openssl_ptr.h"
+
 namespace kturn::config {
 namespace {
 
-template <auto Free>
-struct Deleter {
-  template <class T>
-  void operator()(T* p) const {
-    Free(p);
-  }
-};
-using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free>>;
-using ExtPtr = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION_free>>;
+using openssl::BioPtr;
+using openssl::ExtPtr;
+using openssl::PkeyPtr;
+using openssl::X509Ptr;
 
 Error sslError(const char* what) {
   return makeError(Error::Code::kInternal, std::string("self-signed certificate: ") + what);

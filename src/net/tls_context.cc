@@ -8,21 +8,15 @@
 #include <string>
 
 #include "common/crypto.h"
+#include "common/openssl_ptr.h"
 
 namespace kturn::net {
 namespace {
 
-template <auto Free>
-struct Deleter {
-  template <class T>
-  void operator()(T* p) const {
-    Free(p);
-  }
-};
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free>>;
-using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
-using PkeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
-using CtxPtr = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX_free>>;
+using openssl::BioPtr;
+using openssl::PkeyPtr;
+using openssl::X509Ptr;
+using CtxPtr = std::unique_ptr<SSL_CTX, openssl::Deleter<SSL_CTX_free>>;
 
 // The newest OpenSSL error, for a message that says more than "failed".
 std::string lastSslError() {

@@ -71,7 +71,7 @@ namespace close_reason {
 inline constexpr std::string_view kConnectionLimit = "connection_limit";  // over the cap at accept
 inline constexpr std::string_view kIdleTimeout = "idle_timeout";          // no allocation, silent
 inline constexpr std::string_view kHandshakeTimeout = "handshake_timeout";  // TLS not established
-inline constexpr std::string_view kTlsError = "tls_error";  // failed handshake or record; reset
+inline constexpr std::string_view kTlsError = "tls_error";  // failed handshake or record, a reset
 inline constexpr std::string_view kFramingError = "framing_error";  // neither STUN nor ChannelData
 }  // namespace close_reason
 

@@ -240,6 +240,7 @@ def case_tls_handshake(args, workdir):
         tls_addr = (h.LOOPBACK, f.settings.tls_port)
         hello = client_hello()
         silent, hellos = [], []
+        rss_before = f.rss_mb()
         flood_start = time.monotonic()
         for i in range(max(silent_n, hello_n)):
             if i < silent_n:
@@ -260,7 +261,7 @@ def case_tls_handshake(args, workdir):
         print(f"TLS flood: {silent_n} silent + {hello_n} ClientHello-only connections and "
               f"{total - silent_n - hello_n} complete handshakes in "
               f"{opened - flood_start:.1f} s; {silent_n + hello_n} open on kturnd; "
-              f"RSS {f.rss_mb():.1f} MB")
+              f"RSS {rss_before:.1f} -> {f.rss_mb():.1f} MB")
 
         # The client closes most of them; the rest wait for kturnd's handshake timeout.
         kept = silent[:keep_each] + hellos[:keep_each]
@@ -342,11 +343,12 @@ def case_half_open(args, workdir):
                 f"half-open connections")
         for s in socks:
             reset_close(s)
-        flood_end = time.monotonic() - start
+        closed_at = time.monotonic()
+        flood_end = closed_at - start
         ops_test.wait_for(lambda: f.connections("tcp") == 0, 10,
                           "kturnd's TCP connections to drop to 0 once the clients closed")
-        print(f"after the clients closed: 0 TCP connections open "
-              f"{time.monotonic() - start - flood_end:.1f} s later; idle_timeout="
+        print(f"after the clients closed: 0 TCP connections open on kturnd "
+              f"{time.monotonic() - closed_at:.2f} s later; idle_timeout="
               f"{f.closed('tcp', 'idle_timeout'):.0f}, framing_error="
               f"{f.closed('tcp', 'framing_error'):.0f}")
         h.check(f.closed("tcp", "framing_error") == 0,

@@ -90,7 +90,7 @@ ClientGroup::ClientGroup(const BenchOptions& options, size_t group, size_t group
 
 ClientGroup::~ClientGroup() {
   for (const TurnClient& c : clients_) {
-    if (c.fd >= 0) ::close(c.fd);
+    if (c.fd >= 0 && !opts_.stream()) ::close(c.fd);  // a connection closes its own
   }
   if (epoll_fd_ >= 0) ::close(epoll_fd_);
 }
@@ -124,14 +124,18 @@ Result<void> ClientGroup::open() {
     TurnClient& c = clients_[i];
     c.index = static_cast<uint32_t>(first_ + i);
     c.channel = static_cast<uint16_t>(stun::kMinChannelNumber + (c.index & 0x0FFF));
-    auto fd = connectedSocket(opts_.server, opts_.client_bind);
-    if (!fd) {
-      return makeError(fd.error().code,
-                       "client " + std::to_string(c.index) + ": " + fd.error().message);
+    if (opts_.stream()) {
+      if (auto ok = openStream(c, i); !ok) return ok;
+    } else {
+      auto fd = connectedSocket(opts_.server, opts_.client_bind);
+      if (!fd) {
+        return makeError(fd.error().code,
+                         "client " + std::to_string(c.index) + ": " + fd.error().message);
+      }
+      c.fd = *fd;
     }
-    c.fd = *fd;
     epoll_event ev{};
-    ev.events = EPOLLIN;
+    ev.events = opts_.stream() ? EPOLLIN | EPOLLRDHUP : EPOLLIN;
     ev.data.u32 = static_cast<uint32_t>(i);
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c.fd, &ev) != 0) {
       return makeError(Error::Code::kIo, "epoll_ctl failed");
@@ -188,7 +192,19 @@ void ClientGroup::begin(TurnClient& c, Step step, int64_t now) {
 }
 
 void ClientGroup::transmit(TurnClient& c, int64_t now) {
-  ::send(c.fd, c.request.data(), c.request_size, MSG_DONTWAIT);
+  if (opts_.stream()) {
+    // Over a stream a request is not lost, yet it is retransmitted on the UDP schedule (RFC 8489
+    // §6.2.2 would wait 39.5 s instead): on loopback an answer later than 250 ms means an
+    // overloaded server either way, and the bounded retries keep setup time bounded.
+    const auto local = static_cast<uint32_t>(&c - clients_.data());
+    StreamConnection& s = *streams_[local];
+    if (c.fd >= 0 && s.room() >= c.request_size) {
+      s.append(std::span<const uint8_t>(c.request.data(), c.request_size));
+      flushStream(local);
+    }
+  } else {
+    ::send(c.fd, c.request.data(), c.request_size, MSG_DONTWAIT);
+  }
   c.sent_ns = now;
   c.rto_ns = c.tries == 0 ? kFirstRto : std::min(c.rto_ns * 2, kMaxRto);
   ++c.tries;
@@ -356,6 +372,7 @@ bool ClientGroup::reopenSocket(TurnClient& c) {
 // ---- receive path -----------------------------------------------------------------------------
 
 void ClientGroup::poll(int64_t timeout_ns) {
+  if (!backlog_.empty()) flushBacklog();
   epoll_event events[256];
   timespec ts{timeout_ns / kNsPerSecond, timeout_ns % kNsPerSecond};
   const int n = ::epoll_pwait2(epoll_fd_, events, 256, &ts, nullptr);
@@ -366,6 +383,10 @@ void ClientGroup::poll(int64_t timeout_ns) {
 
 void ClientGroup::drainSocket(uint32_t local, int64_t now) {
   TurnClient& c = clients_[local];
+  if (opts_.stream()) {
+    drainStream(local, now);
+    return;
+  }
   const int fd = c.fd;
   for (int round = 0; round < 16 && c.fd == fd; ++round) {
     for (size_t i = 0; i < kBatch; ++i) rx_msgs_[i].msg_hdr.msg_flags = 0;
@@ -375,31 +396,34 @@ void ClientGroup::drainSocket(uint32_t local, int64_t now) {
       return;
     }
     for (int i = 0; i < n; ++i) {
-      const std::span<const uint8_t> bytes(rx_buffer_.get() + i * kSlot, rx_msgs_[i].msg_len);
-      if (bytes.size() >= stun::kChannelDataHeaderSize && stun::isChannelDataByte(bytes[0])) {
-        const size_t length = stun::load16(bytes.data() + 2);
-        onEcho(c, bytes.subspan(4, std::min(length, bytes.size() - 4)), now);
-        continue;
-      }
-      if (bytes.size() >= stun::kHeaderSize && (bytes[0] & 0xC0) == 0) {
-        const uint16_t type = stun::load16(bytes.data());
-        if (stun::decodeClass(type) == stun::MessageClass::kIndication) {
-          auto m = stun::MessageView::parse(bytes);
-          const auto data = m ? m->value(stun::attr::kData) : std::nullopt;
-          if (data) {
-            onEcho(c, *data, now);
-          } else {
-            ++result_.foreign;
-          }
-        } else {
-          onResponse(c, bytes, now);
-        }
-        continue;
-      }
-      ++result_.foreign;
+      dispatch(c, std::span<const uint8_t>(rx_buffer_.get() + i * kSlot, rx_msgs_[i].msg_len), now);
     }
     if (static_cast<size_t>(n) < kBatch) return;
   }
+}
+
+void ClientGroup::dispatch(TurnClient& c, std::span<const uint8_t> bytes, int64_t now) {
+  if (bytes.size() >= stun::kChannelDataHeaderSize && stun::isChannelDataByte(bytes[0])) {
+    const size_t length = stun::load16(bytes.data() + 2);
+    onEcho(c, bytes.subspan(4, std::min(length, bytes.size() - 4)), now);
+    return;
+  }
+  if (bytes.size() >= stun::kHeaderSize && (bytes[0] & 0xC0) == 0) {
+    const uint16_t type = stun::load16(bytes.data());
+    if (stun::decodeClass(type) == stun::MessageClass::kIndication) {
+      auto m = stun::MessageView::parse(bytes);
+      const auto data = m ? m->value(stun::attr::kData) : std::nullopt;
+      if (data) {
+        onEcho(c, *data, now);
+      } else {
+        ++result_.foreign;
+      }
+    } else {
+      onResponse(c, bytes, now);
+    }
+    return;
+  }
+  ++result_.foreign;
 }
 
 void ClientGroup::onEcho(TurnClient& c, std::span<const uint8_t> payload, int64_t now) {
@@ -467,6 +491,10 @@ void ClientGroup::runSetup(RunControl& control) {
 }
 
 void ClientGroup::sendBurst(TurnClient& c, size_t n, int64_t now, bool measured) {
+  if (opts_.stream()) {
+    sendStreamBurst(c, n, now, measured);
+    return;
+  }
   while (n > 0) {
     const size_t k = std::min(n, kBatch);
     for (size_t j = 0; j < k; ++j) {
@@ -607,6 +635,113 @@ void ClientGroup::runTeardown(RunControl& control) {
     poll(1'000'000);
     now = monoNs();
     checkTimers(now);
+  }
+}
+
+// ---- TURN-TCP and TURN-TLS ------------------------------------------------------------------
+
+Result<void> ClientGroup::openStream(TurnClient& c, size_t local) {
+  if (opts_.transport == Transport::kTls && !tls_) {
+    auto ctx = ClientTlsContext::make(opts_.tls_max_version);
+    if (!ctx) return ctx.error();
+    tls_ = std::move(*ctx);
+  }
+  if (streams_.empty()) streams_.resize(clients_.size());
+  const IpAddress bind = opts_.client_bind        ? *opts_.client_bind
+                         : opts_.server.ip.isV4() ? IpAddress::v4(0x7F000001)
+                                                  : *IpAddress::parse("::1");
+  auto conn = StreamConnection::open(opts_.server, bind, tls_.get(), 5000);
+  if (!conn) {
+    return makeError(conn.error().code,
+                     "client " + std::to_string(c.index) + ": " + conn.error().message);
+  }
+  c.fd = (*conn)->fd();
+  if (local == 0) result_.tls = (*conn)->tlsDescription();
+  streams_[local] = std::move(*conn);
+  return {};
+}
+
+void ClientGroup::drainStream(uint32_t local, int64_t now) {
+  TurnClient& c = clients_[local];
+  if (c.fd < 0) return;
+  StreamConnection& s = *streams_[local];
+  // Bounded rounds, but never leave decrypted bytes behind: epoll would not report them.
+  for (int round = 0; round < 16 || s.hasBuffered(); ++round) {
+    const int r = s.readMore();
+    while (auto frame = s.nextFrame()) dispatch(c, *frame, now);
+    if (s.failed()) {
+      connectionLost(c);
+      return;
+    }
+    s.compact();
+    if (r == 0) return;
+  }
+}
+
+void ClientGroup::flushStream(uint32_t local) {
+  TurnClient& c = clients_[local];
+  StreamConnection& s = *streams_[local];
+  if (!s.flush()) {
+    connectionLost(c);
+    return;
+  }
+  if (s.hasOutput() && !c.backlogged) {
+    c.backlogged = true;
+    backlog_.push_back(local);
+  }
+}
+
+void ClientGroup::flushBacklog() {
+  size_t keep = 0;
+  for (size_t i = 0; i < backlog_.size(); ++i) {
+    const uint32_t local = backlog_[i];
+    TurnClient& c = clients_[local];
+    StreamConnection& s = *streams_[local];
+    if (c.fd >= 0 && s.flush() && s.hasOutput()) {
+      backlog_[keep++] = local;
+      continue;
+    }
+    c.backlogged = false;
+    if (c.fd >= 0 && s.failed()) connectionLost(c);
+  }
+  backlog_.resize(keep);
+}
+
+void ClientGroup::sendStreamBurst(TurnClient& c, size_t n, int64_t now, bool measured) {
+  const auto local = static_cast<uint32_t>(&c - clients_.data());
+  StreamConnection& s = *streams_[local];
+  const size_t message = c.send_head_size + kStampSize + filler_.size();
+  const size_t frame = (message + 3) & ~size_t{3};  // ChannelData is padded on streams
+  size_t queued = 0;
+  for (; queued < n && s.room() >= frame; ++queued) {
+    Stamp st;
+    st.client = c.index;
+    st.seq = (c.seq + queued) | (measured ? Stamp::kMeasured : 0);
+    st.sent_ns = now;
+    s.append(std::span<const uint8_t>(c.send_head.data(), c.send_head_size));
+    s.append(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&st), kStampSize));
+    s.append(filler_);
+    s.pad(message);
+  }
+  // What does not fit the output queue is refused, as a full UDP socket buffer refuses it.
+  c.seq += queued;
+  result_.sent_total += queued;
+  if (measured) result_.sent_measured += queued;
+  result_.send_failed += n - queued;
+  if (queued > 0) flushStream(local);
+}
+
+void ClientGroup::connectionLost(TurnClient& c) {
+  if (c.fd < 0) return;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+  c.fd = -1;  // the StreamConnection keeps (and closes) the socket
+  ++result_.connections_lost;
+  ++result_.errors[-1];
+  c.allocated = false;
+  if (inFlight(c.step)) {
+    finish(c, Step::kFailed);
+  } else {
+    c.step = Step::kFailed;
   }
 }
 

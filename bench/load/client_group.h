@@ -15,6 +15,7 @@
 #include "histogram.h"
 #include "kturn/result.h"
 #include "options.h"
+#include "stream_connection.h"
 #include "turn_client.h"
 
 namespace kturn::bench {
@@ -43,6 +44,8 @@ struct GroupResult {
   uint64_t refreshes = 0;          // allocations refreshed (Refresh answered with success)
   uint64_t released = 0;           // allocations released with Refresh(0) at the end
   uint64_t abandoned = 0;          // allocations left for the server to expire (--release-fraction)
+  uint64_t connections_lost = 0;   // TURN-TCP/TLS connections the server closed or that failed
+  std::string tls;                 // negotiated TLS version and cipher suite (first client)
   std::map<int, uint64_t> errors;  // error code -> count (0: timeout)
   LatencyHistogram rtt;
   LatencyHistogram transaction_rtt;
@@ -80,7 +83,19 @@ class ClientGroup {
   // Waits up to `timeout_ns` for readable sockets and drains them.
   void poll(int64_t timeout_ns);
   void drainSocket(uint32_t local, int64_t now);
+  // One datagram (UDP) or frame (TCP, TLS) from the server: a response, or an echo.
+  void dispatch(TurnClient& c, std::span<const uint8_t> bytes, int64_t now);
   void onEcho(TurnClient& c, std::span<const uint8_t> payload, int64_t now);
+
+  // TURN-TCP/TLS.
+  Result<void> openStream(TurnClient& c, size_t local);
+  void drainStream(uint32_t local, int64_t now);
+  // Writes what the connection has queued; a connection left with output joins backlog_.
+  void flushStream(uint32_t local);
+  void flushBacklog();
+  void sendStreamBurst(TurnClient& c, size_t n, int64_t now, bool measured);
+  // The server closed the connection (or it failed): the client and its allocation are gone.
+  void connectionLost(TurnClient& c);
 
   void runSetup(RunControl& control);
   void runTraffic(RunControl& control, int64_t start_ns);
@@ -123,6 +138,12 @@ class ClientGroup {
   std::unique_ptr<uint8_t[]> rx_buffer_;
   std::array<mmsghdr, kBatch> rx_msgs_{};
   std::array<iovec, kBatch> rx_iov_{};
+
+  // TURN-TCP/TLS: one connection per client (indexed like clients_), the clients whose
+  // connection still holds output, and the TLS client context.
+  std::unique_ptr<ClientTlsContext> tls_;
+  std::vector<std::unique_ptr<StreamConnection>> streams_;
+  std::vector<uint32_t> backlog_;
 
   GroupResult result_;
 };

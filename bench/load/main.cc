@@ -4,10 +4,12 @@
 //   kturn-bench --mode alloc-rate -n 64 -d 10
 //   kturn-bench --mode many -n 20000 --active 100 --rate 5000
 //   kturn-bench --raw --server 127.0.0.1:4478 --peer-bind 127.0.0.1:5000   (udp-forwarder)
+//   kturn-bench --transport tls --server 127.0.0.1:5349 -n 100 --rate 20000    (TURN-TLS)
 //
-// Each client owns a UDP socket, allocates (long-term static or REST credentials), creates a
-// permission and binds a channel to the echo peer, then sends stamped ChannelData (or Send
-// indications) at a paced aggregate rate; the echoes give loss and round-trip percentiles.
+// Each client owns a UDP socket (or a TCP connection, or a TLS one), allocates (long-term static or
+// REST credentials), creates a permission and binds a channel to the echo peer, then sends stamped
+// ChannelData (or Send indications) at a paced aggregate rate; the echoes give loss and round-trip
+// percentiles.
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -44,6 +46,18 @@ const char* modeName(Mode m) {
       return "alloc-rate";
     case Mode::kMany:
       return "many";
+  }
+  return "?";
+}
+
+const char* transportName(Transport t) {
+  switch (t) {
+    case Transport::kUdp:
+      return "udp";
+    case Transport::kTcp:
+      return "tcp";
+    case Transport::kTls:
+      return "tls";
   }
   return "?";
 }
@@ -136,6 +150,8 @@ int run(BenchOptions& o) {
     total.refreshes += r.refreshes;
     total.released += r.released;
     total.abandoned += r.abandoned;
+    total.connections_lost += r.connections_lost;
+    if (total.tls.empty()) total.tls = r.tls;
     for (auto [code, n] : r.errors) total.errors[code] += n;
     total.rtt.merge(r.rtt);
     total.transaction_rtt.merge(r.transaction_rtt);
@@ -154,6 +170,9 @@ int run(BenchOptions& o) {
 
   nlohmann::json j;
   j["mode"] = modeName(o.mode);
+  j["transport"] = transportName(o.transport);
+  j["tls"] = total.tls;
+  j["connections_lost"] = total.connections_lost;
   j["server"] = o.server.toString();
   j["raw"] = o.raw;
   j["send_indications"] = o.send_indications;
@@ -194,13 +213,18 @@ int run(BenchOptions& o) {
   j["released"] = total.released;
   j["abandoned"] = total.abandoned;
   nlohmann::json errors = nlohmann::json::object();
-  for (auto [code, n] : total.errors) errors[code == 0 ? "timeout" : std::to_string(code)] = n;
+  for (auto [code, n] : total.errors) {
+    errors[code == 0 ? "timeout" : code < 0 ? "connection-lost" : std::to_string(code)] = n;
+  }
   j["errors"] = errors;
 
   if (!o.quiet) {
-    std::printf("kturn-bench %s against %s%s: %zu clients, %zu allocated (%zu failed) in %.2f s\n",
-                modeName(o.mode), o.server.toString().c_str(), o.raw ? " (raw)" : "", o.clients,
-                total.allocated, total.failed, setup_seconds);
+    std::printf(
+        "kturn-bench %s against %s over %s%s: %zu clients, %zu allocated (%zu failed) in %.2f "
+        "s\n",
+        modeName(o.mode), o.server.toString().c_str(), transportName(o.transport),
+        o.raw ? " (raw)" : "", o.clients, total.allocated, total.failed, setup_seconds);
+    if (!total.tls.empty()) std::printf("  %s\n", total.tls.c_str());
     if (o.mode == Mode::kAllocRate) {
       std::printf(
           "  %llu Allocate+Refresh(0) cycles in %.1f s: %.0f allocations/s; "
@@ -248,6 +272,14 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode, "traffic | alloc-rate | many")
       ->check(CLI::IsMember({"traffic", "alloc-rate", "many"}));
   app.add_option("--server", server, "TURN server (or udp-forwarder with --raw), IP:port");
+  std::string transport = "udp";
+  app.add_option("--transport", transport,
+                 "client to server: udp | tcp (TURN-TCP) | tls (TURN-TLS); the relay leg is UDP")
+      ->check(CLI::IsMember({"udp", "tcp", "tls"}));
+  std::string tls_version = "any";
+  app.add_option("--tls-version", tls_version,
+                 "highest TLS version the clients offer: 1.2 | 1.3 | any (--transport tls)")
+      ->check(CLI::IsMember({"1.2", "1.3", "any"}));
   app.add_flag("--raw", o.raw, "no TURN: ChannelData frames to a udp-forwarder");
   app.add_flag("--send", o.send_indications, "Send/Data indications instead of ChannelData");
   app.add_option("--auth", o.auth, "static | rest")->check(CLI::IsMember({"static", "rest"}));
@@ -293,6 +325,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   o.mode = mode == "alloc-rate" ? Mode::kAllocRate : mode == "many" ? Mode::kMany : Mode::kTraffic;
+  o.transport = transport == "tcp"   ? kturn::bench::Transport::kTcp
+                : transport == "tls" ? kturn::bench::Transport::kTls
+                                     : kturn::bench::Transport::kUdp;
+  o.tls_max_version = tls_version == "1.2" ? 0x0303 : tls_version == "1.3" ? 0x0304 : 0;
+  if (o.stream() && (o.mode != Mode::kTraffic || o.raw)) {
+    std::fprintf(stderr, "kturn-bench: --transport %s works with --mode traffic only, not --raw\n",
+                 transport.c_str());
+    return 2;
+  }
   auto s = kturn::TransportAddress::parse(server);
   if (!s) {
     std::fprintf(stderr, "kturn-bench: --server: not IP:port: %s\n", server.c_str());

@@ -16,8 +16,19 @@ enum class Mode : uint8_t {
   kMany,       // hold many allocations (refreshed as needed), traffic on a subset
 };
 
+// How the clients reach the server (RFC 8656 §3.1); the relay leg is UDP in every case.
+enum class Transport : uint8_t {
+  kUdp,
+  kTcp,  // TURN-TCP: one connection per client, STUN and padded ChannelData framed on it
+  kTls,  // TURN-TLS: the same over TLS 1.2/1.3
+};
+
 struct BenchOptions {
   Mode mode = Mode::kTraffic;
+  Transport transport = Transport::kUdp;
+  // TLS: the highest version the clients offer (0: the highest OpenSSL has), e.g. 0x0303 for
+  // TLS 1.2 to compare servers on the same protocol and cipher suite.
+  int tls_max_version = 0;
   TransportAddress server;
   // --raw: no TURN at all. Clients send ChannelData frames to a udp-forwarder, which strips the
   // 4-byte header towards the peer and adds it back towards the client.
@@ -62,6 +73,7 @@ struct BenchOptions {
   bool quiet = false;
 
   size_t activeClients() const;
+  bool stream() const { return transport != Transport::kUdp; }
 };
 
 }  // namespace kturn::bench

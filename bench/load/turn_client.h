@@ -36,10 +36,11 @@ struct TurnClient {
   uint32_t index = 0;  // global client number, carried in every stamp
   uint16_t channel = 0x4000;
   Step step = Step::kIdle;
-  bool active = false;     // sends traffic
-  bool allocated = false;  // the server holds an allocation for it
-  bool listed = false;     // in the group's in-flight list
-  uint8_t tries = 0;       // transmissions of the current request
+  bool active = false;      // sends traffic
+  bool allocated = false;   // the server holds an allocation for it
+  bool listed = false;      // in the group's in-flight list
+  bool backlogged = false;  // TURN-TCP/TLS: output queued that the socket has not taken yet
+  uint8_t tries = 0;        // transmissions of the current request
   uint8_t auth_retries = 0;
   int last_error = 0;
   stun::TransactionId txid{};

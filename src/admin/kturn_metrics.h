@@ -65,6 +65,16 @@ inline constexpr std::string_view kSendFailed = "send_failed";        // socket 
 inline constexpr std::string_view kOverBandwidth = "over_bandwidth";  // admin.limits caps
 }  // namespace drop_reason
 
+// reason values of kConnectionsClosedTotal: why a TURN-TCP/TLS listener closed a client's
+// connection (a connection the client closed itself is not counted).
+namespace close_reason {
+inline constexpr std::string_view kConnectionLimit = "connection_limit";  // over the cap at accept
+inline constexpr std::string_view kIdleTimeout = "idle_timeout";          // no allocation, silent
+inline constexpr std::string_view kHandshakeTimeout = "handshake_timeout";  // TLS not established
+inline constexpr std::string_view kTlsError = "tls_error";  // failed handshake or record, a reset
+inline constexpr std::string_view kFramingError = "framing_error";  // neither STUN nor ChannelData
+}  // namespace close_reason
+
 // method values of kRequestDurationSeconds.
 namespace method {
 inline constexpr std::string_view kBinding = "binding";
@@ -130,6 +140,13 @@ inline constexpr MetricSpec kDropsTotal{
     .label_names = kListenerReason,
 };
 
+inline constexpr MetricSpec kConnectionsClosedTotal{
+    .name = "kturn_connections_closed_total",
+    .help = "Client connections of TCP/TLS listeners closed by kturnd, by reason",
+    .type = MetricType::kCounter,
+    .label_names = kListenerReason,
+};
+
 inline constexpr MetricSpec kRequestDurationSeconds{
     .name = "kturn_request_duration_seconds",
     .help = "Time to handle a STUN/TURN request, from receipt to response, by method",
@@ -142,12 +159,12 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 9> kAllSeries{
+inline constexpr std::array<const MetricSpec*, 10> kAllSeries{
     &kAllocationsCreatedTotal, &kAllocationsExpiredTotal,
     &kAllocationsEndedTotal,   &kAllocationsRejectedTotal,
     &kAuthFailuresTotal,       &kRelayedBytesTotal,
     &kRelayedPacketsTotal,     &kDropsTotal,
-    &kRequestDurationSeconds,
+    &kConnectionsClosedTotal,  &kRequestDurationSeconds,
 };
 
 }  // namespace kturn::admin::kturn_series

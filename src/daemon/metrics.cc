@@ -49,6 +49,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   auto relayed_packets = admin::familyOf(ks::kRelayedPacketsTotal);
   auto relayed_bytes = admin::familyOf(ks::kRelayedBytesTotal);
   auto drops = admin::familyOf(ks::kDropsTotal);
+  auto closed = admin::familyOf(ks::kConnectionsClosedTotal);
   for (const ListenerSpec& l : dataplane.listeners) {
     const ListenerTraffic& t = at(stats.traffic, l.id);
     const turn::ServerStats& s = at(stats.turn_by_listener, l.id);
@@ -117,6 +118,16 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
           std::pair{ks::drop_reason::kOverBandwidth, s.drop_over_bandwidth}}) {
       drops.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
     }
+    if (l.protocol == TransportProtocol::kTcp) {
+      for (const auto& [reason, value] :
+           {std::pair{ks::close_reason::kConnectionLimit, t.closed_limit},
+            std::pair{ks::close_reason::kIdleTimeout, t.closed_idle},
+            std::pair{ks::close_reason::kHandshakeTimeout, t.closed_handshake},
+            std::pair{ks::close_reason::kTlsError, t.closed_tls},
+            std::pair{ks::close_reason::kFramingError, t.closed_framing}}) {
+        closed.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
+      }
+    }
   }
   // STUNner's cluster series: traffic relayed to (tx) and from (rx) each cluster's peers.
   auto cluster_packets = admin::familyOf(st::kClusterPacketsTotal);
@@ -151,7 +162,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   }
   for (auto* f : {&connections, &connections_total, &packets, &bytes, &cluster_packets,
                   &cluster_bytes, &created, &expired, &ended, &rejected, &auth, &relayed_packets,
-                  &relayed_bytes, &drops, &durations}) {
+                  &relayed_bytes, &drops, &closed, &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

@@ -223,8 +223,14 @@ void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
     for (const auto& l : listeners_) {
       if (!l->stream) continue;
       ListenerTraffic& t = traffic(l->id);
+      const StreamListenerStats& ls = l->stream->stats();
       t.connections = l->stream->connectionCount();
-      t.connections_total = l->stream->stats().accepted;
+      t.connections_total = ls.accepted;
+      t.closed_limit = ls.refused;
+      t.closed_idle = ls.closed_idle;
+      t.closed_handshake = ls.closed_handshake;
+      t.closed_tls = ls.tls_failures;
+      t.closed_framing = ls.closed_framing;
     }
     s.traffic = traffic_;
     s.allocations = server_->allocationCount();

@@ -30,10 +30,21 @@ struct ListenerTraffic : turn::TrafficCounters {
   // TURN-TCP listeners: open connections now, and accepted since start (UDP: always 0).
   uint64_t connections = 0;
   uint64_t connections_total = 0;
+  // Connections the listener closed itself, by reason (kturn_connections_closed_total).
+  uint64_t closed_limit = 0;
+  uint64_t closed_idle = 0;
+  uint64_t closed_handshake = 0;
+  uint64_t closed_tls = 0;
+  uint64_t closed_framing = 0;
   ListenerTraffic& operator+=(const ListenerTraffic& o) {
     turn::TrafficCounters::operator+=(o);
     connections += o.connections;
     connections_total += o.connections_total;
+    closed_limit += o.closed_limit;
+    closed_idle += o.closed_idle;
+    closed_handshake += o.closed_handshake;
+    closed_tls += o.closed_tls;
+    closed_framing += o.closed_framing;
     return *this;
   }
 };

@@ -47,6 +47,10 @@ TlsStream::TlsStream(const TlsContext& context, int fd, std::vector<uint8_t>& ou
   BIO* wbio = BIO_new(appendMethod());
   BIO_set_data(wbio, &out);
   SSL_set_bio(ssl_, rbio, wbio);  // the SSL owns both
+  // Read ahead: one read(2) takes every record the socket holds (up to OpenSSL's buffer),
+  // instead of two per record (header, then body). hasBuffered() then also covers records read
+  // but not yet decrypted, so the listener keeps reading until they are all out.
+  SSL_set_read_ahead(ssl_, 1);
   SSL_set_accept_state(ssl_);
 }
 
@@ -70,7 +74,8 @@ TlsStream::ReadResult TlsStream::read(std::span<uint8_t> into) {
   }
 }
 
-bool TlsStream::hasBuffered() const { return SSL_pending(ssl_) > 0; }
+// SSL_has_pending, not SSL_pending: with read-ahead, whole records may wait undecrypted.
+bool TlsStream::hasBuffered() const { return SSL_has_pending(ssl_) == 1; }
 
 bool TlsStream::write(std::span<const uint8_t> plaintext) {
   size_t n = 0;

@@ -39,8 +39,9 @@ class TlsStream {
   };
   // Reads plaintext, driving the handshake first. May queue output (handshake flights, tickets).
   ReadResult read(std::span<uint8_t> into);
-  // Plaintext buffered inside OpenSSL that read() returns without touching the socket; while
-  // non-zero, keep reading even when the socket has nothing more.
+  // Bytes buffered inside OpenSSL (plaintext, or records read ahead from the socket) that
+  // read() returns without the socket becoming readable again; while true, keep reading even
+  // when the socket has nothing more.
   bool hasBuffered() const;
   // Encrypts `plaintext` onto the output queue. False once the connection failed.
   bool write(std::span<const uint8_t> plaintext);

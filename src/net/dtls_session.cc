@@ -7,62 +7,14 @@
 #include <algorithm>
 
 namespace kturn::net {
-namespace {
-
-// RFC 8656 §3.1 leaves the MTU to the path; 1200 bytes of DTLS datagram fit every path a
-// WebRTC client uses (the same figure ICE and QUIC assume), and handshake flights are
-// fragmented to it.
-constexpr long kLinkMtu = 1200;
-
-// A sink BIO that appends each write, as one datagram, to a DatagramQueue (its BIO data).
-int queueWrite(BIO* bio, const char* data, size_t size, size_t* written) {
-  auto* queue = static_cast<DatagramQueue*>(BIO_get_data(bio));
-  const auto* bytes = reinterpret_cast<const uint8_t*>(data);
-  queue->bytes.insert(queue->bytes.end(), bytes, bytes + size);
-  queue->ends.push_back(static_cast<uint32_t>(queue->bytes.size()));
-  *written = size;
-  return 1;
-}
-
-long queueCtrl(BIO*, int cmd, long, void*) {
-  switch (cmd) {
-    case BIO_CTRL_FLUSH:
-      return 1;
-    case BIO_CTRL_DGRAM_QUERY_MTU:
-    case BIO_CTRL_DGRAM_GET_FALLBACK_MTU:
-      return kLinkMtu;
-    default:
-      return 0;
-  }
-}
-
-int queueCreate(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-const BIO_METHOD* queueMethod() {
-  static const BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "kturn dgram");
-    BIO_meth_set_write_ex(m, queueWrite);
-    BIO_meth_set_ctrl(m, queueCtrl);
-    BIO_meth_set_create(m, queueCreate);
-    return m;
-  }();
-  return method;
-}
-
-}  // namespace
 
 DtlsSession::DtlsSession(const TlsContext& context, DatagramQueue& out)
     : ssl_(SSL_new(context.get())) {
   BIO* rbio = BIO_new(BIO_s_mem());
   BIO_set_mem_eof_return(rbio, -1);  // empty means "wait for the next datagram", not EOF
-  BIO* wbio = BIO_new(queueMethod());
-  BIO_set_data(wbio, &out);
-  SSL_set_bio(ssl_, rbio, wbio);
+  SSL_set_bio(ssl_, rbio, newSinkBio(out));
   SSL_set_options(ssl_, SSL_OP_NO_QUERY_MTU | SSL_OP_COOKIE_EXCHANGE);
-  DTLS_set_link_mtu(ssl_, kLinkMtu);
+  DTLS_set_link_mtu(ssl_, DatagramQueue::kLinkMtu);
   SSL_set_accept_state(ssl_);
 }
 

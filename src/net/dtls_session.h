@@ -17,20 +17,30 @@
 #include <span>
 #include <vector>
 
+#include "net/sink_bio.h"
 #include "net/tls_context.h"
 
 using SSL = struct ssl_st;
 
 namespace kturn::net {
 
-// Outgoing datagrams, back to back in `bytes`; `ends[i]` is where datagram i ends.
-struct DatagramQueue {
+// Outgoing datagrams, back to back in `bytes`; `ends[i]` is where datagram i ends. The sessions'
+// BIOs write into it, each write one datagram.
+struct DatagramQueue final : BioSink {
   std::vector<uint8_t> bytes;
   std::vector<uint32_t> ends;
   void clear() {
     bytes.clear();
     ends.clear();
   }
+  void write(std::span<const uint8_t> datagram) override {
+    bytes.insert(bytes.end(), datagram.begin(), datagram.end());
+    ends.push_back(static_cast<uint32_t>(bytes.size()));
+  }
+  // RFC 8656 §3.1 leaves the MTU to the path; 1200 bytes of DTLS datagram fit every path a
+  // WebRTC client uses (the figure ICE and QUIC assume too); handshake flights are cut to it.
+  static constexpr long kLinkMtu = 1200;
+  long datagramMtu() const override { return kLinkMtu; }
 };
 
 class DtlsSession {

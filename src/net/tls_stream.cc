@@ -4,49 +4,14 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "net/sink_bio.h"
+
 namespace kturn::net {
-namespace {
-
-// A sink BIO that appends to a std::vector<uint8_t> (its BIO data). OpenSSL's own memory BIO
-// would add a buffer, and a copy, between the TLS records and the connection's output queue.
-int appendWrite(BIO* bio, const char* data, size_t size, size_t* written) {
-  auto* out = static_cast<std::vector<uint8_t>*>(BIO_get_data(bio));
-  const auto* bytes = reinterpret_cast<const uint8_t*>(data);
-  out->insert(out->end(), bytes, bytes + size);
-  *written = size;
-  return 1;
-}
-
-long appendCtrl(BIO*, int cmd, long, void*) {
-  // The record layer flushes after each flight; everything else (pending counts, dgram
-  // controls) has no meaning for an append-only queue.
-  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-}
-
-int appendCreate(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-const BIO_METHOD* appendMethod() {
-  static const BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "kturn append");
-    BIO_meth_set_write_ex(m, appendWrite);
-    BIO_meth_set_ctrl(m, appendCtrl);
-    BIO_meth_set_create(m, appendCreate);
-    return m;
-  }();
-  return method;
-}
-
-}  // namespace
 
 TlsStream::TlsStream(const TlsContext& context, int fd, std::vector<uint8_t>& out)
-    : ssl_(SSL_new(context.get())) {
+    : sink_(out), ssl_(SSL_new(context.get())) {
   BIO* rbio = BIO_new_socket(fd, BIO_NOCLOSE);
-  BIO* wbio = BIO_new(appendMethod());
-  BIO_set_data(wbio, &out);
-  SSL_set_bio(ssl_, rbio, wbio);  // the SSL owns both
+  SSL_set_bio(ssl_, rbio, newSinkBio(sink_));  // the SSL owns both
   // Read ahead: one read(2) takes every record the socket holds (up to OpenSSL's buffer),
   // instead of two per record (header, then body). hasBuffered() then also covers records read
   // but not yet decrypted, so the listener keeps reading until they are all out.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "net/sink_bio.h"
 #include "net/tls_context.h"
 
 using SSL = struct ssl_st;
@@ -55,6 +56,19 @@ class TlsStream {
   std::string description() const;
 
  private:
+  // Appends the records OpenSSL writes to the connection's output queue.
+  class QueueSink final : public BioSink {
+   public:
+    explicit QueueSink(std::vector<uint8_t>& out) : out_(out) {}
+    void write(std::span<const uint8_t> bytes) override {
+      out_.insert(out_.end(), bytes.begin(), bytes.end());
+    }
+
+   private:
+    std::vector<uint8_t>& out_;
+  };
+
+  QueueSink sink_;  // outlives ssl_, which is freed in the destructor's body
   SSL* ssl_;
 };
 

@@ -5,6 +5,7 @@
 //   kturnd turn://user:pass@127.0.0.1:3478    one-shot config from a TURN URI
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -47,6 +48,19 @@ std::string defaultCdsId() {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   return "default/stunnerd-" + std::string(host);
+}
+
+// Every allocation holds a relay socket and every TURN-TCP/TLS client a connection: the usual soft
+// descriptor limit (1024) would cap kturnd far below its own limits (8192 connections per
+// listener and worker). Raise it to the hard limit, as servers do.
+void raiseDescriptorLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    spdlog::info("file descriptor limit raised from {} to {}", before, limit.rlim_max);
+  }
 }
 
 }  // namespace
@@ -100,6 +114,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kturnd: give either -c or a TURN URI, not both\n");
     return 2;
   }
+  raiseDescriptorLimit();
   if (origin.empty() && turn_uri.empty()) origin = env("STUNNER_CONFIG_ORIGIN");
   origin = normalizeOrigin(origin);
 

@@ -432,16 +432,43 @@ def case_authflood(args, workdir):
               f"{summary['recv']}/{summary['sent']} relayed")
 
 
+def case_fdlimit(args, workdir):
+    # Started under the usual soft descriptor limit of 1024, kturnd raises it to the hard limit
+    # (its own caps need thousands: a relay socket per allocation, a descriptor per connection).
+    import resource
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    h.check(hard > 1024, f"the hard descriptor limit here is {hard}: nothing to raise")
+    s = start_kturnd(args, workdir, {})
+    argv = ["prlimit", f"--nofile=1024:{hard}", "--"] + s.argv()
+    proc = h.Proc("kturnd", argv, workdir)
+    h.register_log(proc.log_path)
+    proc.start()
+    try:
+        s.proc = proc
+        s.wait_ready()
+        with open(f"/proc/{proc.proc.pid}/limits") as f:
+            line = next(x for x in f if x.startswith("Max open files"))
+        soft_now, hard_now = (int(v) for v in line.split()[3:5])
+        h.check(soft_now == hard_now == hard,
+                f"kturnd runs with descriptor limits {soft_now}/{hard_now}, want {hard}/{hard}")
+        h.check("file descriptor limit raised from 1024" in proc.output(),
+                "kturnd did not log the raised descriptor limit")
+        print(f"descriptor limit: 1024 raised to {soft_now}")
+    finally:
+        proc.stop()
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_server_args(p)
     p.add_argument("--case", required=True,
-                   choices=("metrics", "reload", "watch", "drain", "reconfig", "authflood",
+                   choices=("metrics", "reload", "watch", "drain", "reconfig", "authflood", "fdlimit",
                             "tcp"))
     args, _ = p.parse_known_args()
     cases = {"metrics": case_metrics, "reload": case_reload, "watch": case_watch,
              "drain": case_drain, "reconfig": case_reconfig, "authflood": case_authflood,
+             "fdlimit": case_fdlimit,
              "tcp": case_tcp}
     h.run_test(f"ops-{args.case}", lambda a, w: cases[a.case](a, w), p)
 

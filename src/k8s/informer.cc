@@ -103,6 +103,11 @@ bool Informer::listOnce() {
     logger()->warn("list {}: {}", type.plural, response.error().message);
     return false;
   }
+  if (response->status == 404 && options_.notServedIsEmpty) {
+    if (!cache_.synced()) logger()->warn("list {}: not served, read as empty", type.plural);
+    if (cache_.replace({}) && onChange_) onChange_(type);
+    return false;
+  }
   if (!response->ok() || !response->body.is_object()) {
     logger()->warn("list {}: {}", type.plural, response->describe());
     return false;

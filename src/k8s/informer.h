@@ -31,6 +31,9 @@ struct InformerOptions {
   std::chrono::milliseconds maxBackoff{30000};
   // Asked of the server as timeoutSeconds: the watch ends and is renewed after this.
   std::chrono::seconds watchTimeout{300};
+  // A 404 to the list (the kind is not served: its CRD is not installed) stores an empty list
+  // and marks the cache synced, then keeps listing at the backoff's pace until it is served.
+  bool notServedIsEmpty = false;
 };
 
 struct InformerStats {

@@ -123,7 +123,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (!fromFiles.empty()) {
-    kturn::cli::RenderCommand render{.paths = {fromFiles}, .options = options.render};
+    kturn::cli::RenderCommand render;
+    render.paths = {fromFiles};
+    render.options = options.render;
     render.referenceGrants = referenceGrants;
     return kturn::cli::runRender(render, std::cout, std::cerr);
   }

@@ -75,7 +75,7 @@ test-tsan: deps
 # then runs bench/compare: kturnd vs coturn vs udp-forwarder on loopback (about 20 minutes;
 # BENCH_ARGS=--quick for a 2-minute smoke run). `make bench-micro` runs the Google Benchmark
 # micro-benchmarks of the codec and the TURN core.
-.PHONY: bench bench-micro
+.PHONY: bench bench-micro bench-operator
 BENCH_ARGS ?=
 
 bench: configure
@@ -85,6 +85,12 @@ bench: configure
 bench-micro: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target kturn-micro
 	@$(BUILD_DIR)/bench/kturn-micro
+
+# The operator's renderer at scale: 1,000 Gateways / 10,000 endpoints rendered, then one endpoint
+# change re-rendered, validated, published and received by a CDS watcher (prints the numbers).
+bench-operator: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target kturn-render-bench
+	@$(BUILD_DIR)/bench/kturn-render-bench $(BENCH_ARGS)
 
 # Soak (tests/soak/soak.py), not part of `make test`: a Release kturnd and kturn-bench in their own
 # build directory, then 3 cycles of 10,000 allocations (create, refresh, traffic on 200, release

@@ -18,10 +18,11 @@ packages=(
   chromium
   # bench/compare draws its saturation chart with matplotlib (Agg backend)
   python3-matplotlib
-  # tests/deploy reads the CRDs and manifests
-  python3-yaml
+  # tests/deploy reads the CRDs and manifests; the Kubernetes API test server
+  # (tests/support/k8s_api_server) is Python with PyYAML and makes its certificate with openssl
+  python3-yaml openssl
   # tools the tests use
-  iproute2 procps openssl
+  iproute2 procps
 )
 
 missing=()

@@ -1,26 +1,16 @@
 #include "cli/render_command.h"
 
 #include <CLI/CLI.hpp>
-#include <chrono>
-#include <ctime>
 #include <ostream>
 
 #include "k8s/manifest_files.h"
+#include "operator/clock.h"
 #include "operator/cluster_snapshot.h"
 #include "operator/render_stream.h"
 #include "operator/renderer.h"
 
 namespace kturn::cli {
 namespace {
-
-std::string utcNow() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 bool isProblem(const k8s::Json& c) {
   const std::string type = c.value("type", "");
@@ -99,7 +89,7 @@ int runRender(RenderCommand& command, std::ostream& out, std::ostream& err) {
     for (k8s::Object& o : *loaded) objects.push_back(std::move(o));
   }
   command.options.enforceReferenceGrants = command.referenceGrants == "enforce";
-  command.options.transitionTime = command.now.empty() ? utcNow() : command.now;
+  command.options.transitionTime = command.now.empty() ? op::utcNowRfc3339() : command.now;
   const op::ClusterSnapshot snapshot = op::ClusterSnapshot::fromObjects(std::move(objects));
   const op::RenderResult result = op::render(snapshot, command.options);
   out << op::toYamlStream(result);

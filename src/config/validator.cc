@@ -1,6 +1,7 @@
 #include "config/validator.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "config/base64.h"
@@ -157,6 +158,21 @@ Result<void> validateTlsMaterial(const Listener& l, ListenerProtocol protocol,
   return {};
 }
 
+// "$NAME" or "${NAME}", NAME of [A-Za-z0-9_]+: a value left for the dataplane to expand.
+bool isEnvReference(std::string_view text) {
+  if (text.size() >= 4 && text.substr(0, 2) == "${" && text.back() == '}') {
+    text = text.substr(2, text.size() - 3);
+  } else if (text.size() >= 2 && text[0] == '$') {
+    text = text.substr(1);
+  } else {
+    return false;
+  }
+  for (const char c : text) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return !text.empty();
+}
+
 Result<void> validateListener(Listener& l, const std::string& path) {
   if (l.name.empty()) return invalid(path + ".name", "required");
   if (l.protocol.empty()) l.protocol = kDefaultListenerProtocol;
@@ -168,7 +184,10 @@ Result<void> validateListener(Listener& l, const std::string& path) {
   l.protocol = normalizeListenerProtocol(l.protocol);
 
   if (l.address.empty()) l.address = kDefaultListenerAddress;
-  if (!IpAddress::parse(l.address)) {
+  // The operator renders `$STUNNER_ADDR` (the pod IP) and serves the config as written over
+  // CDS; the dataplane expands it and validates again. So an address that is exactly one
+  // environment reference passes here; kturnd never sees one, having expanded it before.
+  if (!IpAddress::parse(l.address) && !isEnvReference(l.address)) {
     return invalid(path + ".address", "invalid IP address " + quoteText(l.address));
   }
   if (l.port == 0) l.port = kDefaultPort;

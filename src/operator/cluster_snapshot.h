@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,11 +46,17 @@ class ClusterSnapshot {
   // ReferenceGrants in a namespace.
   std::vector<const k8s::ReferenceGrant*> referenceGrantsIn(const std::string& ns) const;
 
+  // Positions in routes() of the routes with a parentRef naming `gateway` (by namespace and
+  // name only: whether it attaches is the renderer's call), ascending.
+  const std::vector<size_t>& routesNaming(const k8s::ObjectKey& gateway) const;
+
   // A Gateway API UDPRoute with the name of a STUNner UDPRoute is masked by it: STUNner renders
   // only its own (udproute_util.go, isRouteMasked).
   bool isMasked(const k8s::Route& route) const;
 
  private:
+  void buildIndexes();
+
   std::vector<k8s::Object> objects_;
   std::vector<k8s::GatewayClass> gatewayClasses_;
   std::vector<k8s::Gateway> gateways_;
@@ -63,6 +70,12 @@ class ClusterSnapshot {
   std::map<k8s::ObjectKey, k8s::StaticService> staticServices_;
   std::map<k8s::ObjectKey, k8s::Secret> secrets_;
   std::map<std::string, k8s::StringMap> namespaces_;
+  // Positions in the vectors above, built once they are final.
+  std::map<k8s::ObjectKey, size_t> gatewayIndex_;
+  std::map<k8s::ObjectKey, size_t> serviceIndex_;
+  std::map<k8s::ObjectKey, std::vector<size_t>> slicesByService_;  // by service ns/name
+  std::set<k8s::ObjectKey> stunnerUdpRoutes_;
+  std::map<k8s::ObjectKey, std::vector<size_t>> routesByParent_;
 };
 
 }  // namespace kturn::op

@@ -60,7 +60,8 @@ config::Admin renderAdmin(const k8s::Gateway& gw, const ClassContext& ctx) {
 std::vector<std::string> attachedRoutes(const k8s::Gateway& gw, const k8s::GatewayListener& l,
                                         const ClusterSnapshot& snapshot) {
   std::vector<std::string> names;
-  for (const k8s::Route& route : snapshot.routes()) {
+  for (const size_t i : snapshot.routesNaming(gw.meta.key())) {
+    const k8s::Route& route = snapshot.routes()[i];
     if (snapshot.isMasked(route) || !route.problems.empty()) continue;
     for (const k8s::ParentReference& p : route.parentRefs) {
       if (rejectReason(route, p, gw, l, snapshot).empty()) {
@@ -85,9 +86,8 @@ std::vector<config::Cluster> gatewayClusters(const k8s::Gateway& gw,
                                              const ClusterSnapshot& snapshot,
                                              const std::vector<ClusterRender>& clusters) {
   std::vector<config::Cluster> out;
-  const auto& routes = snapshot.routes();
-  for (size_t i = 0; i < routes.size(); ++i) {
-    const k8s::Route& route = routes[i];
+  for (const size_t i : snapshot.routesNaming(gw.meta.key())) {
+    const k8s::Route& route = snapshot.routes()[i];
     if (snapshot.isMasked(route) || !route.problems.empty() || !clusters[i].cluster) continue;
     const bool accepted =
         std::any_of(route.parentRefs.begin(), route.parentRefs.end(), [&](const auto& p) {

@@ -146,7 +146,8 @@ RenderResult render(const ClusterSnapshot& snapshot, const RenderOptions& option
   for (const k8s::Route& route : snapshot.routes()) {
     clusters.push_back(renderCluster(route, snapshot, options));
   }
-  // Gateway key → whether its class is accepted; only Gateways of our classes appear.
+  // Gateway key → whether it is accepted (its class is, and it rendered a config); only Gateways
+  // of our classes appear.
   std::map<k8s::ObjectKey, bool> ours;
   std::vector<StatusUpdate> gatewayStatuses;
   for (const k8s::GatewayClass& gc : snapshot.gatewayClasses()) {
@@ -157,11 +158,13 @@ RenderResult render(const ClusterSnapshot& snapshot, const RenderOptions& option
         {gc.meta.apiVersion, "GatewayClass", gc.meta.key(), classStatus(gc, problem, options)});
     for (const k8s::Gateway& gw : snapshot.gateways()) {
       if (gw.gatewayClassName != gc.meta.name) continue;
-      ours[gw.meta.key()] = problem.empty();
       GatewayRender r =
           problem.empty() ? renderGateway(gw, ctx, snapshot, clusters, options)
                           : rejectGateway(gw, reason::kInvalidParameters,
                                           "GatewayClass " + gc.meta.name + ": " + problem, options);
+      // A Gateway of an accepted class can still be rejected (its GatewayConfig's auth is
+      // invalid): its routes must not read as accepted by it.
+      ours[gw.meta.key()] = problem.empty() && r.output.config.has_value();
       gatewayStatuses.push_back(
           {gw.meta.apiVersion, "Gateway", gw.meta.key(), std::move(r.status)});
       result.gateways.push_back(std::move(r.output));

@@ -102,6 +102,14 @@ TEST(Validate, ListenerAddressAndPorts) {
   StunnerConfig c = validConfig();
   c.listeners[0].address = "eth0";
   EXPECT_EQ(errorOf(c), "listeners[0].address: invalid IP address \"eth0\"");
+  // What the operator renders and serves over CDS; the dataplane expands it.
+  c.listeners[0].address = "$STUNNER_ADDR";
+  EXPECT_EQ(errorOf(c), "<valid>");
+  c.listeners[0].address = "${STUNNER_ADDR}";
+  EXPECT_EQ(errorOf(c), "<valid>");
+  c.listeners[0].address = "$STUNNER_ADDR:1";
+  EXPECT_EQ(errorOf(c), "listeners[0].address: invalid IP address \"$STUNNER_ADDR:1\"");
+  c.listeners[0].address = "eth0";
   for (int bad : {-1, 65536, 100000}) {
     c = validConfig();
     c.listeners[1].port = bad;

@@ -79,6 +79,8 @@ OPERATOR_READERS = {
 EXPECTED_INVALID = {
     ("tests/golden/auth-static-inline/input/all.yaml", "GatewayConfig", "stunner/broken-config"):
         "spec.authType",
+    ("tests/golden/bad-manifests/input/00-classes.yaml", "GatewayConfig", "stunner/bad-auth"):
+        "spec.authType",
 }
 
 

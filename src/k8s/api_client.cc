@@ -1,0 +1,147 @@
+#include "k8s/api_client.h"
+
+namespace kturn::k8s {
+
+std::string ApiResponse::describe() const {
+  std::string out = std::to_string(status);
+  if (body.is_object()) {
+    const std::string reason = body.value("reason", "");
+    const std::string message = body.value("message", "");
+    if (!reason.empty()) out += " " + reason;
+    if (!message.empty()) out += ": " + message;
+  }
+  return out;
+}
+
+std::string urlEncode(std::string_view text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+ApiClient::ApiClient(RestConfig config, std::shared_ptr<boost::asio::ssl::context> tls)
+    : config_(std::move(config)), tls_(std::move(tls)), token_(config_.token, config_.tokenFile) {}
+
+Result<std::unique_ptr<ApiClient>> ApiClient::create(RestConfig config) {
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  if (config.tls) {
+    auto ctx = makeTlsContext(config);
+    if (!ctx) return ctx.error();
+    tls = std::move(ctx).value();
+  }
+  return std::unique_ptr<ApiClient>(new ApiClient(std::move(config), std::move(tls)));
+}
+
+Result<ApiResponse> ApiClient::request(const HttpRequest& request) {
+  HttpRequest req = request;
+  req.token = token_.current();
+  auto connection = ApiConnection::open(config_, tls_, timeout_);
+  if (!connection) return connection.error();
+  Result<HttpResponse> response = (*connection)->roundTrip(req, timeout_);
+  if (!response) return response.error();
+  ApiResponse out{response->status, Json()};
+  out.body = Json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  if (out.body.is_discarded()) {
+    return makeError(Error::Code::kMalformed, request.method + " " + request.target + ": " +
+                                                  std::to_string(response->status) +
+                                                  ", body is not JSON");
+  }
+  return out;
+}
+
+namespace {
+
+std::string metaString(const Json& object, const char* key) {
+  const Json& meta = object.contains("metadata") ? object["metadata"] : Json();
+  return meta.is_object() && meta.contains(key) && meta[key].is_string()
+             ? meta[key].get<std::string>()
+             : std::string();
+}
+
+std::string withQuery(std::string path, std::string_view query) {
+  if (!query.empty()) path += "?" + std::string(query);
+  return path;
+}
+
+}  // namespace
+
+Result<ApiResponse> ApiClient::get(const ResourceType& type, std::string_view ns,
+                                   std::string_view name) {
+  return request({.method = "GET", .target = type.objectPath(ns, name)});
+}
+
+Result<ApiResponse> ApiClient::list(const ResourceType& type, std::string_view ns,
+                                    std::string_view query) {
+  return request({.method = "GET", .target = withQuery(type.collectionPath(ns), query)});
+}
+
+Result<ApiResponse> ApiClient::create(const ResourceType& type, const Json& object) {
+  return request({.method = "POST",
+                  .target = type.collectionPath(metaString(object, "namespace")),
+                  .body = object.dump(),
+                  .contentType = "application/json"});
+}
+
+Result<ApiResponse> ApiClient::update(const ResourceType& type, const Json& object) {
+  return request(
+      {.method = "PUT",
+       .target = type.objectPath(metaString(object, "namespace"), metaString(object, "name")),
+       .body = object.dump(),
+       .contentType = "application/json"});
+}
+
+Result<ApiResponse> ApiClient::remove(const ResourceType& type, std::string_view ns,
+                                      std::string_view name) {
+  return request({.method = "DELETE", .target = type.objectPath(ns, name)});
+}
+
+Result<ApiResponse> ApiClient::apply(const ResourceType& type, const Json& object,
+                                     const ApplyOptions& options) {
+  const std::string query =
+      "fieldManager=" + urlEncode(options.fieldManager) + (options.force ? "&force=true" : "");
+  return request(
+      {.method = "PATCH",
+       .target = withQuery(
+           type.objectPath(metaString(object, "namespace"), metaString(object, "name")), query),
+       .body = object.dump(),
+       .contentType = "application/apply-patch+yaml"});
+}
+
+Result<ApiResponse> ApiClient::applyStatus(const ResourceType& type, const Json& object,
+                                           const ApplyOptions& options) {
+  const std::string query =
+      "fieldManager=" + urlEncode(options.fieldManager) + (options.force ? "&force=true" : "");
+  return request({.method = "PATCH",
+                  .target = withQuery(type.objectPath(metaString(object, "namespace"),
+                                                      metaString(object, "name"), "status"),
+                                      query),
+                  .body = object.dump(),
+                  .contentType = "application/apply-patch+yaml"});
+}
+
+Result<ApiClient::Watch> ApiClient::watch(const ResourceType& type, std::string_view ns,
+                                          std::string_view query) {
+  auto connection = ApiConnection::open(config_, tls_, timeout_);
+  if (!connection) return connection.error();
+  std::string target = type.collectionPath(ns) + "?watch=true";
+  if (!query.empty()) target += "&" + std::string(query);
+  Result<HttpResponse> head =
+      (*connection)
+          ->startStream({.method = "GET", .target = target, .token = token_.current()}, timeout_);
+  if (!head) return head.error();
+  Watch out{head->status, std::move(head->body), nullptr};
+  if (out.status == 200) out.connection = std::move(connection).value();
+  return out;
+}
+
+}  // namespace kturn::k8s

@@ -1,0 +1,87 @@
+// The Kubernetes REST API as kturn uses it: get, list, create, update, delete, server-side apply
+// and status updates of JSON objects, and watch streams. Thread-safe: every call opens its own
+// connection (the operator makes a few calls a second at most; a watch holds its connection for
+// minutes), so no call waits for another.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "k8s/api_connection.h"
+#include "k8s/bearer_token.h"
+#include "k8s/object.h"
+#include "k8s/resource_type.h"
+#include "k8s/rest_config.h"
+#include "kturn/result.h"
+
+namespace kturn::k8s {
+
+// A response of the API server: the HTTP status and the JSON body (an object, or a Status for
+// errors). Transport failures are Errors instead.
+struct ApiResponse {
+  int status = 0;
+  Json body;
+
+  bool ok() const { return status >= 200 && status < 300; }
+  // "<code> <reason>: <message>" of a Status body, for logs.
+  std::string describe() const;
+};
+
+struct ApplyOptions {
+  std::string fieldManager = "kturn-operator";
+  bool force = true;  // the operator owns these objects: take fields over from others
+};
+
+class ApiClient {
+ public:
+  static Result<std::unique_ptr<ApiClient>> create(RestConfig config);
+
+  const RestConfig& config() const { return config_; }
+
+  Result<ApiResponse> get(const ResourceType& type, std::string_view ns, std::string_view name);
+  // `query` without the leading '?': e.g. "labelSelector=a%3Db".
+  Result<ApiResponse> list(const ResourceType& type, std::string_view ns = {},
+                           std::string_view query = {});
+  Result<ApiResponse> create(const ResourceType& type, const Json& object);
+  // PUT: optimistic concurrency by metadata.resourceVersion (409 when stale).
+  Result<ApiResponse> update(const ResourceType& type, const Json& object);
+  Result<ApiResponse> remove(const ResourceType& type, std::string_view ns, std::string_view name);
+  // Server-side apply (PATCH application/apply-patch+yaml; JSON is YAML): `object` is the whole
+  // intent of this field manager. Creates the object when missing.
+  Result<ApiResponse> apply(const ResourceType& type, const Json& object,
+                            const ApplyOptions& options = {});
+  // Server-side apply of `object`'s status through the status subresource.
+  Result<ApiResponse> applyStatus(const ResourceType& type, const Json& object,
+                                  const ApplyOptions& options = {});
+
+  // Opens a watch: GET <collection>?watch=true&<query>. 200 leaves the events to
+  // connection->readLine(); any other status is returned with its body.
+  struct Watch {
+    int status = 0;
+    std::string body;
+    std::unique_ptr<ApiConnection> connection;
+  };
+  Result<Watch> watch(const ResourceType& type, std::string_view ns, std::string_view query);
+
+  // A raw request (tests, and anything above not covering).
+  Result<ApiResponse> request(const HttpRequest& request);
+
+  // Per-request time limit.
+  void setTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+
+ private:
+  ApiClient(RestConfig config, std::shared_ptr<boost::asio::ssl::context> tls);
+
+  const RestConfig config_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;
+  BearerToken token_;
+  std::chrono::milliseconds timeout_{30000};
+};
+
+// "a=b" → "a%3Db": a query parameter value.
+std::string urlEncode(std::string_view text);
+
+}  // namespace kturn::k8s

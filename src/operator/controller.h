@@ -1,0 +1,84 @@
+// The operator's control loop (DESIGN.md §4): watched cluster → renderer → appliers.
+//
+//   informer threads ──change──▶ dirty ──debounce──▶ reconcile():
+//       snapshot of every cache → render() → CDS (every replica) → owned objects and statuses
+//       (the leader only)
+//
+// One reconcile thread; changes arriving during the debounce window (a burst of EndpointSlice
+// updates, our own status writes coming back as watch events) fold into one render. Writes that
+// fail are retried after a delay; nothing is written before every kind has been listed once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "cds/cds_server.h"
+#include "k8s/api_client.h"
+#include "operator/config_publisher.h"
+#include "operator/owned_object_applier.h"
+#include "operator/render_options.h"
+#include "operator/status_writer.h"
+#include "operator/watched_cluster.h"
+
+namespace kturn::op {
+
+struct ControllerOptions {
+  RenderOptions render{};
+  std::string fieldManager = "kturn-operator";
+  std::chrono::milliseconds debounce{100};
+  std::chrono::milliseconds retry{1000};
+  // Render again this often even without changes (statuses changed by others, lost writes).
+  std::chrono::milliseconds resync{60000};
+  k8s::InformerOptions informer{};
+};
+
+struct ControllerStats {
+  uint64_t reconciles = 0;
+  uint64_t applied = 0;
+  uint64_t statusesWritten = 0;
+  uint64_t configsRejected = 0;
+};
+
+class Controller {
+ public:
+  Controller(k8s::ApiClient& client, cds::CdsServer& cds, ControllerOptions options);
+  ~Controller();  // stop()
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  void start();
+  void stop();
+  // Leadership (LeaderElector's callback, any thread). Without leader election the controller
+  // is told true once, at start.
+  void setLeading(bool leading);
+  ControllerStats stats() const;
+
+ private:
+  void markDirty();
+  void run();
+  // Returns false when some write failed (retry soon).
+  bool reconcile();
+
+  k8s::ApiClient& client_;
+  const ControllerOptions options_;
+  WatchedCluster cluster_;
+  ConfigPublisher publisher_;
+  OwnedObjectApplier applier_;
+  StatusWriter statusWriter_;
+
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool dirty_ = true;
+  bool stopping_ = false;
+  bool leading_ = false;
+  bool leadershipGained_ = false;
+  ControllerStats stats_;
+};
+
+}  // namespace kturn::op

@@ -1,0 +1,192 @@
+// kturn-operator: the control plane (DESIGN.md §1, §4). Watches Gateway API and stunner.l7mp.io
+// resources, renders each Gateway's dataplane config, Deployment and Service, serves the configs
+// over CDS and writes statuses back. Flags follow STUNner's gateway operator where they overlap.
+//
+//   kturn-operator                               in-cluster, or $KUBECONFIG, or ~/.kube/config
+//   kturn-operator --kubeconfig K --cds-addr 127.0.0.1:13478 --leader-elect
+//   kturn-operator --from-files DIR              offline: prints what `kturnctl render -f` does
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+
+#include "cds/cds_server.h"
+#include "cli/render_command.h"
+#include "common/log.h"
+#include "k8s/api_client.h"
+#include "k8s/leader_elector.h"
+#include "k8s/rest_config.h"
+#include "operator/controller.h"
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+// --kubeconfig, then $KUBECONFIG, then the pod's service account, then ~/.kube/config (the
+// order controller-runtime's GetConfig uses).
+kturn::Result<kturn::k8s::RestConfig> restConfig(const std::string& kubeconfig,
+                                                 const std::string& context) {
+  if (!kubeconfig.empty()) return kturn::k8s::loadKubeconfig(kubeconfig, context);
+  if (const std::string fromEnv = env("KUBECONFIG"); !fromEnv.empty()) {
+    return kturn::k8s::loadKubeconfig(fromEnv.substr(0, fromEnv.find(':')), context);
+  }
+  auto inCluster = kturn::k8s::inClusterConfig();
+  if (inCluster) return inCluster;
+  const std::string home = env("HOME");
+  if (!home.empty() && std::filesystem::exists(home + "/.kube/config")) {
+    return kturn::k8s::loadKubeconfig(home + "/.kube/config", context);
+  }
+  return inCluster.error();
+}
+
+// ":13478", "0.0.0.0:13478", "[::]:13478", "127.0.0.1:0".
+bool parseListenAddress(const std::string& text, std::string& host, uint16_t& port) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return false;
+  host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) host = "0.0.0.0";
+  char* end = nullptr;
+  const long p = std::strtol(text.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || p < 0 || p > 65535) return false;
+  port = static_cast<uint16_t>(p);
+  return true;
+}
+
+std::string defaultIdentity() {
+  if (std::string pod = env("POD_NAME"); !pod.empty()) return pod;
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return std::string(name) + "_" + std::to_string(getpid());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kturn-operator: Kubernetes control plane of kturn (STUNner-compatible)"};
+  kturn::op::ControllerOptions options;
+  std::string kubeconfig;
+  std::string context;
+  std::string cdsAddr = ":13478";
+  bool leaderElect = false;
+  kturn::k8s::LeaderElectionOptions election;
+  election.name = "kturn-operator-leader";
+  std::string fromFiles;
+  std::string referenceGrants = "enforce";
+  std::string logSpec = "all:INFO";
+  std::string logFormat = "text";
+
+  app.add_option("--controller-name", options.render.controllerName,
+                 "GatewayClass spec.controllerName this operator acts for")
+      ->capture_default_str();
+  app.add_option("--kubeconfig", kubeconfig,
+                 "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  app.add_option("--context", context, "kubeconfig context (default: current-context)");
+  app.add_option("--cds-addr", cdsAddr, "config discovery server listen address [host]:port")
+      ->capture_default_str();
+  app.add_option("--cds-server-address", options.render.configDiscoveryAddress,
+                 "host:port the dataplane pods are told to fetch their config from "
+                 "(STUNNER_CONFIG_ORIGIN)")
+      ->capture_default_str();
+  app.add_flag("--leader-elect", leaderElect,
+               "elect one leader (coordination.k8s.io Lease) to apply objects and write statuses; "
+               "every replica serves CDS");
+  app.add_option("--leader-election-namespace", election.ns, "namespace of the Lease")
+      ->capture_default_str();
+  app.add_option("--leader-election-id", election.name, "name of the Lease")->capture_default_str();
+  app.add_option("--leader-election-identity", election.identity,
+                 "this replica's holderIdentity (default: $POD_NAME, else host_pid)");
+  app.add_option("--from-files", fromFiles,
+                 "offline: render the manifests in this file or directory, print the YAML stream "
+                 "`kturnctl render -f` prints, and exit");
+  app.add_option("--dataplane-image", options.render.dataplaneImage,
+                 "dataplane image when the Dataplane sets none")
+      ->capture_default_str();
+  app.add_option("--reference-grants", referenceGrants,
+                 "enforce: cross-namespace backends need a ReferenceGrant; ignore: as STUNner")
+      ->check(CLI::IsMember({"enforce", "ignore"}))
+      ->capture_default_str();
+  app.add_option("--field-manager", options.fieldManager, "server-side apply field manager")
+      ->capture_default_str();
+  app.add_option("-l,--log", logSpec, "log levels, e.g. all:INFO,operator:DEBUG")
+      ->capture_default_str();
+  app.add_option("--log-format", logFormat, "log line format: text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (!fromFiles.empty()) {
+    kturn::cli::RenderCommand render;
+    render.paths = {fromFiles};
+    render.options = options.render;
+    render.referenceGrants = referenceGrants;
+    return kturn::cli::runRender(render, std::cout, std::cerr);
+  }
+
+  kturn::log::setup(*kturn::log::parseFormat(logFormat));
+  if (auto ok = kturn::log::configure(logSpec); !ok) {
+    std::fprintf(stderr, "kturn-operator: -l: %s\n", ok.error().message.c_str());
+    return 2;
+  }
+  auto logger = kturn::log::scope("operator");
+  options.render.enforceReferenceGrants = referenceGrants == "enforce";
+
+  auto config = restConfig(kubeconfig, context);
+  if (!config) {
+    logger->critical("Kubernetes API: {}", config.error().message);
+    return 1;
+  }
+  auto client = kturn::k8s::ApiClient::create(*config);
+  if (!client) {
+    logger->critical("Kubernetes API {}: {}", config->url(), client.error().message);
+    return 1;
+  }
+
+  kturn::cds::CdsServerOptions cdsOptions;
+  if (!parseListenAddress(cdsAddr, cdsOptions.address, cdsOptions.port)) {
+    std::fprintf(stderr, "kturn-operator: --cds-addr %s: want [host]:port\n", cdsAddr.c_str());
+    return 2;
+  }
+  // Threads started below inherit this mask; the main thread takes the signals with sigwait().
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto cds = kturn::cds::CdsServer::start(cdsOptions);
+  if (!cds) {
+    logger->critical("{}", cds.error().message);
+    return 1;
+  }
+  logger->info("kturn-operator: controller {}, API server {}, CDS on {}:{}",
+               options.render.controllerName, config->url(), cdsOptions.address, (*cds)->port());
+
+  kturn::op::Controller controller(**client, **cds, options);
+  std::unique_ptr<kturn::k8s::LeaderElector> elector;
+  if (leaderElect) {
+    if (election.identity.empty()) election.identity = defaultIdentity();
+    elector = std::make_unique<kturn::k8s::LeaderElector>(
+        **client, election, [&controller](bool leading) { controller.setLeading(leading); });
+  } else {
+    controller.setLeading(true);
+  }
+  controller.start();
+  if (elector) elector->start();
+
+  int signalNumber = 0;
+  sigwait(&set, &signalNumber);
+  logger->info("kturn-operator: signal {}, stopping", signalNumber);
+  if (elector) elector->stop();  // releases the lease first, so a successor takes over at once
+  controller.stop();
+  (*cds)->stop();
+  return 0;
+}

@@ -1,0 +1,190 @@
+// The operator's control loop against kturn-test-apiserver and a real CdsServer on 127.0.0.1:
+// rendered configs served, owned objects applied once, statuses written back, endpoint changes
+// pushed; and the pieces (transition times, config validation before publishing) on their own.
+#include "operator/controller.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "k8s/api_client.h"
+#include "k8s/rest_config.h"
+#include "operator/config_publisher.h"
+#include "operator/status_writer.h"
+#include "support/k8s_api_server/test_api_server.h"
+
+namespace kturn::op {
+namespace {
+
+using namespace std::chrono_literals;
+using k8s::Json;
+
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = 15s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+std::string seedManifests() {
+  return (std::filesystem::path(__FILE__).parent_path().parent_path() / "golden" / "seed000" /
+          "input")
+      .string();
+}
+
+TEST(KeepTransitionTimes, OnlyAConditionWhoseStatusChangedGetsTheNewTime) {
+  const Json current = Json::parse(R"({
+    "conditions": [{"type": "Accepted", "status": "True", "lastTransitionTime": "old"},
+                   {"type": "Programmed", "status": "False", "lastTransitionTime": "old"}],
+    "listeners": [{"name": "udp", "conditions": [
+        {"type": "Accepted", "status": "True", "lastTransitionTime": "old"}]}],
+    "parents": [{"parentRef": {"name": "gw"}, "conditions": [
+        {"type": "ResolvedRefs", "status": "True", "lastTransitionTime": "old"}]}]})");
+  const Json rendered = Json::parse(R"({
+    "conditions": [{"type": "Accepted", "status": "True", "lastTransitionTime": "new"},
+                   {"type": "Programmed", "status": "True", "lastTransitionTime": "new"}],
+    "listeners": [{"name": "udp", "conditions": [
+                      {"type": "Accepted", "status": "True", "lastTransitionTime": "new"}]},
+                  {"name": "tcp", "conditions": [
+                      {"type": "Accepted", "status": "True", "lastTransitionTime": "new"}]}],
+    "parents": [{"parentRef": {"name": "gw"}, "conditions": [
+        {"type": "ResolvedRefs", "status": "True", "lastTransitionTime": "new"}]}]})");
+  const Json out = keepTransitionTimes(rendered, current);
+  EXPECT_EQ(out["conditions"][0]["lastTransitionTime"], "old");
+  EXPECT_EQ(out["conditions"][1]["lastTransitionTime"], "new");  // False -> True
+  EXPECT_EQ(out["listeners"][0]["conditions"][0]["lastTransitionTime"], "old");
+  EXPECT_EQ(out["listeners"][1]["conditions"][0]["lastTransitionTime"], "new");  // new listener
+  EXPECT_EQ(out["parents"][0]["conditions"][0]["lastTransitionTime"], "old");
+}
+
+config::StunnerConfig configWithEndpoint(const std::string& endpoint) {
+  return config::StunnerConfig{
+      .version = "v1",
+      .auth = {.type = "static", .credentials = {{"username", "u"}, {"password", "p"}}},
+      .listeners = {{.name = "udp", .address = "$STUNNER_ADDR", .routes = {"r"}}},
+      .clusters = {{.name = "r", .endpoints = {endpoint}}},
+  };
+}
+
+TEST(ConfigPublisher, AnInvalidConfigNeverReachesTheDataplane) {
+  auto cds = cds::CdsServer::start({.address = "127.0.0.1", .port = 0});
+  ASSERT_TRUE(cds) << cds.error().message;
+  ConfigPublisher publisher(**cds);
+  std::vector<GatewayOutput> out(2);
+  out[0].gateway = {"ns", "a"};
+  out[0].config = configWithEndpoint("10.0.0.1");
+  out[1].gateway = {"ns", "b"};
+  out[1].config = configWithEndpoint("10.0.0.2");
+  auto first = publisher.publish(out);
+  EXPECT_EQ(first.served, 2);
+  EXPECT_EQ(first.rejected, 0);
+  EXPECT_EQ((*cds)->get("ns/a")->listeners[0].address, "$STUNNER_ADDR");  // served as written
+
+  out[0].config = configWithEndpoint("10.0.0.300");  // invalid: a keeps its previous config
+  out[1].config = configWithEndpoint("10.0.0.3");    // b is unaffected
+  auto second = publisher.publish(out);
+  EXPECT_EQ(second.rejected, 1);
+  ASSERT_EQ(second.problems.size(), 1u);
+  EXPECT_NE(second.problems[0].find("Gateway ns/a"), std::string::npos) << second.problems[0];
+  EXPECT_EQ((*cds)->get("ns/a")->clusters[0].endpoints, std::vector<std::string>{"10.0.0.1"});
+  EXPECT_EQ((*cds)->get("ns/b")->clusters[0].endpoints, std::vector<std::string>{"10.0.0.3"});
+
+  out.erase(out.begin() + 1);  // Gateway b gone: its config is removed
+  (void)publisher.publish(out);
+  EXPECT_FALSE((*cds)->get("ns/b"));
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.ready()) << server_.error();
+    auto config = k8s::loadKubeconfig(server_.kubeconfig());
+    ASSERT_TRUE(config) << config.error().message;
+    auto client = k8s::ApiClient::create(*config);
+    ASSERT_TRUE(client);
+    client_ = std::move(client).value();
+    auto cds = cds::CdsServer::start({.address = "127.0.0.1", .port = 0});
+    ASSERT_TRUE(cds) << cds.error().message;
+    cds_ = std::move(cds).value();
+  }
+
+  std::vector<std::string> endpoints() const {
+    auto config = cds_->get("media/media-server-gateway");
+    return config && !config->clusters.empty() ? config->clusters[0].endpoints
+                                               : std::vector<std::string>{};
+  }
+  int requests(const std::string& method, const std::string& fragment) {
+    auto log = client_->request({.method = "GET", .target = "/testctl/requests"});
+    int n = 0;
+    for (const Json& r : log->body["requests"]) {
+      if (r["method"] == method && r["path"].get<std::string>().find(fragment) != std::string::npos)
+        ++n;
+    }
+    return n;
+  }
+
+  kturn::testing::TestApiServer server_{{.manifests = {seedManifests()}}};
+  std::unique_ptr<k8s::ApiClient> client_;
+  std::unique_ptr<cds::CdsServer> cds_;
+};
+
+TEST_F(ControllerTest, RendersAppliesWritesStatusAndFollowsEndpoints) {
+  Controller controller(*client_, *cds_, {});
+  controller.setLeading(true);
+  controller.start();
+  ASSERT_TRUE(eventually([&] { return !endpoints().empty(); }));
+  EXPECT_EQ(endpoints(), (std::vector<std::string>{"10.244.1.17", "10.244.2.9", "10.96.12.34"}));
+  ASSERT_TRUE(eventually([&] {
+    auto d = client_->get(k8s::resources::deployment(), "media", "media-server-gateway");
+    return d && d->status == 200;
+  }));
+  ASSERT_TRUE(eventually([&] {
+    auto gw = client_->get(k8s::resources::gateway(), "media", "media-server-gateway");
+    return gw && gw->ok() && gw->body.contains("status") &&
+           gw->body["status"]["conditions"][0]["status"] == "True";
+  }));
+  // GatewayClass, Gateway, UDPRoute.
+  ASSERT_TRUE(eventually([&] { return controller.stats().statusesWritten >= 3; }));
+  std::this_thread::sleep_for(500ms);
+  const int deploymentApplies = requests("PATCH", "/deployments/");
+  const int statusWrites = requests("PATCH", "/status");
+  EXPECT_EQ(deploymentApplies, 1);
+  EXPECT_GE(statusWrites, 3);
+  // Settled: further renders (our own status writes come back as watch events, and a resync)
+  // write nothing.
+  ASSERT_TRUE(client_->request({.method = "POST", .target = "/testctl/close-watches"}));
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(requests("PATCH", "/status"), statusWrites);
+  EXPECT_EQ(requests("PATCH", "/deployments/"), deploymentApplies);
+
+  // An endpoint change: new config on CDS, nothing else written.
+  auto slice = client_->get(k8s::resources::endpointSlice(), "media", "media-server-x7k2p");
+  ASSERT_TRUE(slice && slice->ok());
+  Json updated = slice->body;
+  updated["endpoints"] = Json::array({{{"addresses", {"10.244.3.3"}}}});
+  ASSERT_TRUE(client_->update(k8s::resources::endpointSlice(), updated));
+  ASSERT_TRUE(eventually([&] {
+    return endpoints() == std::vector<std::string>{"10.244.3.3", "10.96.12.34"};
+  }));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(requests("PATCH", "/deployments/"), deploymentApplies);
+  EXPECT_EQ(requests("PATCH", "/status"), statusWrites);
+  controller.stop();
+}
+
+TEST_F(ControllerTest, AFollowerServesCdsButWritesNothing) {
+  Controller controller(*client_, *cds_, {});
+  controller.setLeading(false);
+  controller.start();
+  ASSERT_TRUE(eventually([&] { return !endpoints().empty(); }));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(requests("PATCH", "/"), 0);
+  controller.setLeading(true);  // gains leadership: applies and writes
+  ASSERT_TRUE(eventually([&] { return requests("PATCH", "/deployments/") == 1; }));
+  controller.stop();
+}
+
+}  // namespace
+}  // namespace kturn::op

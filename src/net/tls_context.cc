@@ -107,9 +107,9 @@ Result<TlsContextPtr> TlsContext::server(std::string_view cert_pem, std::string_
   // No renegotiation (a CPU-exhaustion vector, unused by TURN clients); no compression.
   SSL_CTX_set_options(
       ctx.get(), SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  // Not SSL_MODE_RELEASE_BUFFERS: it saves ~34 KiB per idle connection but frees and
-  // reallocates the record buffers around every record, an allocation per packet. The
-  // listener's connection cap bounds the memory instead.
+  // SSL_MODE_RELEASE_BUFFERS is set per connection, and only while it handshakes (TlsStream):
+  // for an established connection it would free and reallocate the record buffers around
+  // every record, an allocation per packet.
   // A client that drops the connection without close_notify is an ordinary close for TURN.
   SSL_CTX_set_options(ctx.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_alpn_select_cb(ctx.get(), selectAlpn, nullptr);

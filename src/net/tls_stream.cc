@@ -16,6 +16,10 @@ TlsStream::TlsStream(const TlsContext& context, int fd, std::vector<uint8_t>& ou
   // instead of two per record (header, then body). hasBuffered() then also covers records read
   // but not yet decrypted, so the listener keeps reading until they are all out.
   SSL_set_read_ahead(ssl_, 1);
+  // Until the handshake is done, OpenSSL frees its record buffers whenever they are empty: a
+  // flood of connections that never finish a handshake then costs little memory each. Cleared
+  // once established (see read()), so relayed packets do not pay an allocation each.
+  SSL_set_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
   SSL_set_accept_state(ssl_);
 }
 
@@ -24,7 +28,12 @@ TlsStream::~TlsStream() { SSL_free(ssl_); }
 TlsStream::ReadResult TlsStream::read(std::span<uint8_t> into) {
   size_t n = 0;
   ERR_clear_error();
-  if (SSL_read_ex(ssl_, into.data(), into.size(), &n) == 1) return {Status::kData, n};
+  const int ok = SSL_read_ex(ssl_, into.data(), into.size(), &n);
+  if (releasing_buffers_ && SSL_is_init_finished(ssl_) == 1) {
+    SSL_clear_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
+    releasing_buffers_ = false;
+  }
+  if (ok == 1) return {Status::kData, n};
   switch (SSL_get_error(ssl_, 0)) {
     case SSL_ERROR_WANT_READ:
     case SSL_ERROR_WANT_WRITE:  // never with an append-only sink, but harmless

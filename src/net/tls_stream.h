@@ -70,6 +70,7 @@ class TlsStream {
 
   QueueSink sink_;  // outlives ssl_, which is freed in the destructor's body
   SSL* ssl_;
+  bool releasing_buffers_ = true;  // SSL_MODE_RELEASE_BUFFERS, on until the handshake is done
 };
 
 }  // namespace kturn::net

@@ -16,6 +16,7 @@
 #include "auth/config_follower.h"
 #include "cds/origin.h"
 #include "common/log.h"
+#include "common/signals.h"
 
 namespace {
 
@@ -69,12 +70,7 @@ int main(int argc, char** argv) {
   }
 
   // Threads started below inherit this mask; the main thread takes the signals with sigwait().
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t set = kturn::signals::blockTermination();
 
   kturn::auth::AuthHandlerOptions handler_options;
   if (!token_file.empty()) {

@@ -15,6 +15,7 @@
 #include <cstdlib>
 
 #include "common/log.h"
+#include "common/signals.h"
 #include "daemon/daemon.h"
 #include "daemon/ice_server.h"
 
@@ -119,13 +120,7 @@ int main(int argc, char** argv) {
   origin = normalizeOrigin(origin);
 
   // Workers inherit this mask; the main thread takes the signals with sigwait().
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  kturn::signals::blockTermination(/*with_hangup=*/true);
 
   kturn::daemon::Daemon::Options options;
   options.origin = turn_uri.empty() ? origin : turn_uri;

@@ -15,6 +15,7 @@
 #include "cds/cds_server.h"
 #include "cli/render_command.h"
 #include "common/log.h"
+#include "common/signals.h"
 #include "k8s/api_client.h"
 #include "k8s/leader_elector.h"
 #include "k8s/rest_config.h"
@@ -155,12 +156,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Threads started below inherit this mask; the main thread takes the signals with sigwait().
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t set = kturn::signals::blockTermination();
 
   auto cds = kturn::cds::CdsServer::start(cdsOptions);
   if (!cds) {

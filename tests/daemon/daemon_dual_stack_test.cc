@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "daemon/daemon.h"
+#include "daemon_fixture.h"
 #include "net/sockaddr.h"
 #include "stun/attributes.h"
 #include "stun/message.h"
@@ -40,12 +41,8 @@ class DaemonDualStackTest : public ::testing::Test {
         << port_
         << ", routes: [c]}\n"
            "clusters: [{name: c, type: STATIC, endpoints: [127.0.0.1/32, \"::1/128\"]}]\n";
-    Daemon::Options options;
-    options.origin = "file://" + path_.string();
-    options.workers = 2;
-    daemon_ = std::make_unique<Daemon>(options);
-    auto started = daemon_->start();
-    ASSERT_TRUE(started) << started.error().message;
+    daemon_ = testing::startDaemonOn(path_);
+    ASSERT_TRUE(daemon_);
   }
   void TearDown() override {
     daemon_.reset();

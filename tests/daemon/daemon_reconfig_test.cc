@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "daemon/daemon.h"
+#include "daemon_fixture.h"
 #include "net/sockaddr.h"
 #include "turn_test_client.h"
 
@@ -30,12 +31,8 @@ class DaemonReconfigTest : public ::testing::Test {
     path_ = std::filesystem::temp_directory_path() /
             ("kturnd-reconfig-test-" + std::to_string(::getpid()) + ".yaml");
     writeConfig({{"a", port_a_}});
-    Daemon::Options options;
-    options.origin = "file://" + path_.string();
-    options.workers = 2;
-    daemon_ = std::make_unique<Daemon>(options);
-    auto started = daemon_->start();
-    ASSERT_TRUE(started) << started.error().message;
+    daemon_ = testing::startDaemonOn(path_);
+    ASSERT_TRUE(daemon_);
   }
   void TearDown() override {
     daemon_.reset();

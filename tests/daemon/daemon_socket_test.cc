@@ -9,6 +9,7 @@
 #include <random>
 
 #include "daemon/daemon.h"
+#include "daemon_fixture.h"
 #include "net/sockaddr.h"
 #include "net/udp_socket.h"
 #include "stun/attributes.h"
@@ -36,12 +37,8 @@ class DaemonSocketTest : public ::testing::Test {
                             "listeners: [{name: udp, protocol: TURN-UDP, address: 127.0.0.1, "
                          << "port: " << port_ << ", routes: [c]}]\n"
                          << "clusters: [{name: c, type: STATIC, endpoints: [127.0.0.1/32]}]\n";
-    Daemon::Options options;
-    options.origin = "file://" + path_.string();
-    options.workers = 2;
-    daemon_ = std::make_unique<Daemon>(options);
-    auto started = daemon_->start();
-    ASSERT_TRUE(started) << started.error().message;
+    daemon_ = testing::startDaemonOn(path_);
+    ASSERT_TRUE(daemon_);
     auto client = net::UdpSocket::bind(*TransportAddress::parse("127.0.0.1:0"), {});
     ASSERT_TRUE(client);
     client_ = std::move(*client);

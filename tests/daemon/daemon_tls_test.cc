@@ -13,6 +13,7 @@
 #include "config/base64.h"
 #include "config/self_signed_cert.h"
 #include "daemon/daemon.h"
+#include "daemon_fixture.h"
 #include "net/sockaddr.h"
 #include "net/tls_test_client.h"
 #include "stun/message.h"
@@ -46,12 +47,8 @@ class DaemonTlsTest : public ::testing::Test {
             ("kturnd-tls-test-" + std::to_string(::getpid()) + ".yaml");
     first_ = *config::generateSelfSignedCert();
     writeConfig(config::encodeBase64(first_.cert_pem), config::encodeBase64(first_.key_pem));
-    Daemon::Options options;
-    options.origin = "file://" + path_.string();
-    options.workers = 2;
-    daemon_ = std::make_unique<Daemon>(options);
-    auto started = daemon_->start();
-    ASSERT_TRUE(started) << started.error().message;
+    daemon_ = testing::startDaemonOn(path_);
+    ASSERT_TRUE(daemon_);
   }
   void TearDown() override {
     daemon_.reset();

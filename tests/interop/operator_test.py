@@ -241,8 +241,15 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     h.check((turn_port, "UDP") in ports, f"Service ports {ports}, want {turn_port}/UDP")
 
     route_path = f"/apis/stunner.l7mp.io/v1/namespaces/{GW_NS}/udproutes/media-server-route"
-    route = wait_for("UDPRoute status", lambda: (lambda r: r if r and r.get("status", {}).get(
-        "parents") else None)(api.get(route_path)), procs=procs)
+    # The statuses of one render are written one object at a time: until the route's own is
+    # written it still says what the render before the GatewayClass fix said (Pending).
+    def route_accepted():
+        r = api.get(route_path)
+        parents = (r or {}).get("status", {}).get("parents") or []
+        accepted = parents and (condition(parents[0], "Accepted", path=("conditions",)) or {}).get(
+            "status") == "True"
+        return r if accepted else None
+    route = wait_for("UDPRoute Accepted True", route_accepted, procs=procs)
     rc = {x["type"]: x["status"] for x in route["status"]["parents"][0]["conditions"]}
     h.check(rc.get("Accepted") == "True" and rc.get("ResolvedRefs") == "True",
             f"UDPRoute parent conditions: {route['status']}")

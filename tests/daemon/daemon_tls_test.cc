@@ -26,17 +26,7 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 using net::testing::TlsTestClient;
 
-Bytes derOf(const std::string& pem) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  X509* x509 = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-  unsigned char* p = nullptr;
-  const int len = i2d_X509(x509, &p);
-  Bytes der(p, p + len);
-  OPENSSL_free(p);
-  X509_free(x509);
-  BIO_free(bio);
-  return der;
-}
+using net::testing::derOfPem;
 
 class DaemonTlsTest : public ::testing::Test {
  protected:
@@ -109,7 +99,7 @@ class DaemonTlsTest : public ::testing::Test {
 
 TEST_F(DaemonTlsTest, ACertificateChangeKeepsConnectionsAndServesTheNewOne) {
   auto before = connectTls();
-  EXPECT_EQ(before->peerCertificate(), derOf(first_.cert_pem));
+  EXPECT_EQ(before->peerCertificate(), derOfPem(first_.cert_pem));
   ASSERT_TRUE(binding(*before, 1));
 
   const config::PemPair second = *config::generateSelfSignedCert();
@@ -118,7 +108,7 @@ TEST_F(DaemonTlsTest, ACertificateChangeKeepsConnectionsAndServesTheNewOne) {
   ASSERT_TRUE(reloaded) << reloaded.error().message;
 
   auto after = connectTls();
-  EXPECT_EQ(after->peerCertificate(), derOf(second.cert_pem));
+  EXPECT_EQ(after->peerCertificate(), derOfPem(second.cert_pem));
   EXPECT_TRUE(binding(*after, 2));
   EXPECT_TRUE(binding(*before, 3)) << "the connection made with the old certificate was dropped";
   EXPECT_FALSE(before->closed());
@@ -141,7 +131,7 @@ TEST_F(DaemonTlsTest, ABadCertificateIsRejectedByFieldAndTheListenerKeepsServing
       << reloaded.error().message;
 
   auto client = connectTls();
-  EXPECT_EQ(client->peerCertificate(), derOf(first_.cert_pem));
+  EXPECT_EQ(client->peerCertificate(), derOfPem(first_.cert_pem));
   EXPECT_TRUE(binding(*client, 4));
 }
 

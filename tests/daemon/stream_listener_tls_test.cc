@@ -38,15 +38,7 @@ Certificate makeCertificate() {
   EXPECT_TRUE(pem);
   auto context = net::TlsContext::server(pem->cert_pem, pem->key_pem, net::TlsKind::kTls);
   EXPECT_TRUE(context) << context.error().message;
-  BIO* bio = BIO_new_mem_buf(pem->cert_pem.data(), static_cast<int>(pem->cert_pem.size()));
-  X509* x509 = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-  unsigned char* p = nullptr;
-  const int len = i2d_X509(x509, &p);
-  Bytes der(p, p + len);
-  OPENSSL_free(p);
-  X509_free(x509);
-  BIO_free(bio);
-  return {*context, der};
+  return {*context, net::testing::derOfPem(pem->cert_pem)};
 }
 
 class StreamListenerTlsTest : public ::testing::Test {

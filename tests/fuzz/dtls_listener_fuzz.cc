@@ -45,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t at = 0;
   while (at + 3 <= size) {
     const uint8_t source = data[at];
-    const size_t length = std::min<size_t>((size_t{data[at + 1]} << 8) | data[at + 2], size - at - 3);
+    const size_t length =
+        std::min<size_t>((size_t{data[at + 1]} << 8) | data[at + 2], size - at - 3);
     buffer.assign(data + at + 3, data + at + 3 + length);
     at += 3 + length;
     const FiveTuple tuple{TransportProtocol::kUdp,

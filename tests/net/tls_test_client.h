@@ -4,17 +4,32 @@
 #pragma once
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace kturn::net::testing {
+
+// DER of the first certificate in `pem`: what TlsTestClient::peerCertificate() returns for it.
+inline std::vector<uint8_t> derOfPem(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  X509* x509 = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  unsigned char* p = nullptr;
+  const int len = i2d_X509(x509, &p);
+  std::vector<uint8_t> der(p, p + std::max(len, 0));
+  OPENSSL_free(p);
+  X509_free(x509);
+  BIO_free(bio);
+  return der;
+}
 
 class TlsTestClient {
  public:

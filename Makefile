@@ -41,7 +41,7 @@ clean:
 # into tests/fuzz/corpus/. Crashes land in tests/fuzz/crashes/.
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= stun_message_fuzz channel_data_fuzz turn_server_fuzz config_fuzz \
-	stream_framing_fuzz dtls_listener_fuzz
+	stream_framing_fuzz dtls_listener_fuzz cds_message_fuzz k8s_manifest_fuzz
 SANITIZER_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1

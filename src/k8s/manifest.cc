@@ -2,12 +2,15 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "common/nesting.h"
+#include "common/utf8.h"
 
 namespace kturn::k8s {
 namespace {
@@ -165,7 +168,12 @@ Result<void> collect(Json doc, size_t index, std::vector<Object>& out) {
     }
     return {};
   }
-  out.emplace_back(std::move(doc));
+  Object object(std::move(doc));
+  // kubectl refuses these too ("resource name may not be empty"); rendered, such a Gateway
+  // would give a Deployment and a Service without a name.
+  if (object.kind().empty()) return malformed(at + ": kind: required");
+  if (object.name().empty()) return malformed(at + ": metadata.name: required");
+  out.push_back(std::move(object));
   return {};
 }
 
@@ -173,6 +181,16 @@ Result<void> collect(Json doc, size_t index, std::vector<Object>& out) {
 
 Result<std::vector<Json>> readYamlDocuments(std::string_view text) {
   if (nestsTooDeep(text, 4 * kMaxDepth)) return malformed("yaml: brackets nest too deeply");
+  // go-yaml (and so kubectl) refuses text that is not UTF-8; yaml-cpp would pass the bytes
+  // through into names that no API server could hold.
+  if (const std::optional<size_t> bad = firstInvalidUtf8(text)) {
+    const std::string_view before = text.substr(0, *bad);
+    const size_t lineStart = before.rfind('\n');
+    const size_t line = static_cast<size_t>(std::count(before.begin(), before.end(), '\n')) + 1;
+    const size_t column = *bad - (lineStart == std::string_view::npos ? 0 : lineStart + 1) + 1;
+    return malformed("yaml: line " + std::to_string(line) + ", column " + std::to_string(column) +
+                     ": invalid UTF-8");
+  }
   std::vector<Json> docs;
   try {
     const std::vector<YAML::Node> nodes = YAML::LoadAll(std::string(text));

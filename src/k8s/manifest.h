@@ -14,7 +14,8 @@ namespace kturn::k8s {
 // documents are skipped. Scalars are typed the way kubectl's YAML reader (YAML 1.1 via
 // sigs.k8s.io/yaml) types them: `3478` is an integer, `"3478"` a string, `yes`/`on`/`true`
 // booleans. Never throws; a syntax error names the document, line and column. A document that is
-// not a mapping is an error too: it cannot be a Kubernetes object.
+// not a mapping is an error too: it cannot be a Kubernetes object, nor can one without a kind or
+// a metadata.name.
 Result<std::vector<Object>> loadManifests(std::string_view text);
 
 // One JSON tree per YAML document, typed as above (no List flattening, no object check). Exposed

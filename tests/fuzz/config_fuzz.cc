@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/utf8.h"
 #include "config/parser.h"
 #include "config/serializer.h"
 #include "config/validator.h"
@@ -24,37 +25,6 @@ std::optional<std::string> fakeEnv(const std::string& name) {
   if (name == "STUNNER_SHARED_SECRET") return "s3cret";
   if (name == "EMPTY") return "";
   return std::nullopt;
-}
-
-// Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
-bool validUtf8(std::string_view s) {
-  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n;  // continuation bytes
-    uint32_t cp;
-    if (c < 0x80) {
-      n = 0, cp = c;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i <= n) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (d & 0x3F);
-    }
-    if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += n + 1;
-  }
-  return true;
 }
 
 using Serializer = std::string (*)(const StunnerConfig&);
@@ -101,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(!parsed.error().message.empty());
     return 0;
   }
-  const bool exact = validUtf8(text);
+  const bool exact = kturn::isValidUtf8(text);
   roundTrip(*parsed, compactJson, "JSON", exact);
   roundTrip(*parsed, indentedJson, "indented JSON", exact);
   roundTrip(*parsed, toYaml, "YAML", exact);

@@ -12,6 +12,10 @@ additions (named by their SHA-1) stay apart; re-running overwrites only the seed
                      (allocate, permission, channel, relay both ways, refresh, expiry) under each
                      config.
   config_fuzz        the example of docs/config.md and configs shaped like tests/config's.
+  cds_message_fuzz   one byte picking the decoder (cds_message_fuzz.cc), then a list document, a
+                     config id, an origin, a request target, a string to percent-encode or a
+                     pushed config (including the zero config that marks a deletion).
+  k8s_manifest_fuzz  each golden case's input manifests (tests/golden/*/input) as one stream.
 """
 import base64
 import hashlib
@@ -402,8 +406,58 @@ clusters:
 """)
 
 
+# --- cds_message_fuzz -----------------------------------------------------------------------
+
+def cds_seeds():
+    config = ('{"version":"v1","admin":{"name":"stunner/udp-gateway","loglevel":"all:INFO"},'
+              '"auth":{"type":"ephemeral","realm":"stunner.l7mp.io",'
+              '"credentials":{"secret":"s3cret"}},'
+              '"listeners":[{"name":"stunner/udp-gateway/udp-listener","protocol":"TURN-UDP",'
+              '"address":"$STUNNER_ADDR","port":3478,"routes":["stunner/media"]}],'
+              '"clusters":[{"name":"stunner/media","type":"STATIC","protocol":"UDP",'
+              '"endpoints":["10.0.0.0/8","fd00::/8"]}]}')
+    zero = ('{"version":"v1","admin":{"name":"stunner/udp-gateway"},"auth":{"type":"static",'
+            '"credentials":{"username":"dummy-username","password":"dummy-password"}},'
+            '"listeners":[],"clusters":[]}')
+    seeds = [
+        (0, "list-empty", '{"version":"v1","items":[]}'),
+        (0, "list-one", '{"version":"v1","items":[' + config + "]}"),
+        (0, "list-two", '{"version":"v1","items":[' + config + "," + zero + "]}"),
+        (1, "id", "stunner/udp-gateway"),
+        (1, "id-escaped", "name space/gate%way"),
+        (2, "origin-http", "http://10.0.0.1:13478"),
+        (2, "origin-wss", "WSS://[fd00::1]:443/api/v1/configs"),
+        (2, "origin-bare", ":13478"),
+        (3, "target-config", "/api/v1/configs/stunner/udp-gateway?watch=true&node=node-1"),
+        (3, "target-namespace", "/api/v1/configs/stunner"),
+        (3, "target-all", "/api/v1/configs?watch=T"),
+        (3, "target-escaped", "/api/v1/configs/a%2Fb/c%20d?watch=maybe"),
+        (3, "target-license", "/api/v1/license"),
+        (4, "percent", "stunner/udp gateway+%zz\x00\xff"),
+        (5, "pushed", config),
+        (5, "pushed-zero", zero),
+    ]
+    for selector, name, text in seeds:
+        write("cds_message_fuzz", name, bytes([selector]) + text.encode())
+
+
+# --- k8s_manifest_fuzz ----------------------------------------------------------------------
+
+def k8s_seeds():
+    golden = os.path.join(ROOT, "tests", "golden")
+    for case in sorted(os.listdir(golden)):
+        inputs = os.path.join(golden, case, "input")
+        if not os.path.isdir(inputs):
+            continue
+        docs = [open(os.path.join(inputs, f)).read() for f in sorted(os.listdir(inputs))
+                if f.endswith((".yaml", ".yml", ".json"))]
+        write("k8s_manifest_fuzz", case + ".yaml", "\n---\n".join(docs))
+
+
 if __name__ == "__main__":
     stun_seeds()
     channel_seeds()
     turn_seeds()
     config_seeds()
+    cds_seeds()
+    k8s_seeds()

@@ -16,18 +16,22 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=${FUZZ_SECONDS:-600}
 targets=("$@")
-((${#targets[@]})) || targets=(stun_message_fuzz channel_data_fuzz turn_server_fuzz config_fuzz)
+((${#targets[@]})) || targets=(stun_message_fuzz channel_data_fuzz turn_server_fuzz config_fuzz
+  stream_framing_fuzz dtls_listener_fuzz cds_message_fuzz k8s_manifest_fuzz)
 
 max_len() {
   case $1 in
     turn_server_fuzz) echo 4096 ;;
     config_fuzz) echo 8192 ;;
+    cds_message_fuzz) echo 4096 ;;
+    k8s_manifest_fuzz) echo 16384 ;;
     *) echo 2048 ;;
   esac
 }
 dict() {
   case $1 in
-    config_fuzz) echo "$here/dict/config.dict" ;;
+    config_fuzz | cds_message_fuzz) echo "$here/dict/config.dict" ;;
+    k8s_manifest_fuzz) echo "$here/dict/k8s.dict" ;;
     *) echo "$here/dict/stun.dict" ;;
   esac
 }

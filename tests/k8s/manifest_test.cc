@@ -60,9 +60,28 @@ TEST(LoadManifests, ErrorsNameTheLineOrDocument) {
   auto bad = loadManifests("kind: A\n  x: [1, 2\n");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("line"), std::string::npos) << bad.error().message;
-  auto scalar = loadManifests("---\nkind: A\n---\njust text\n");
+  auto scalar = loadManifests("---\nkind: A\nmetadata: {name: a}\n---\njust text\n");
   ASSERT_FALSE(scalar);
   EXPECT_EQ(scalar.error().message, "document 2: not a Kubernetes object (expected a mapping)");
+}
+
+TEST(LoadManifests, RefusesObjectsWithoutKindOrName) {
+  auto nameless = loadManifests("kind: Service\nmetadata: {name: a}\n---\nkind: Gateway\n");
+  ASSERT_FALSE(nameless);
+  EXPECT_EQ(nameless.error().message, "document 2: metadata.name: required");
+  auto kindless = loadManifests("metadata: {name: a}\n");
+  ASSERT_FALSE(kindless);
+  EXPECT_EQ(kindless.error().message, "document 1: kind: required");
+}
+
+TEST(LoadManifests, RefusesInvalidUtf8WhereItIs) {
+  // As kubectl (go-yaml) does: no API server could store such a name.
+  auto bad = loadManifests("kind: Gateway\nmetadata:\n  name: gw-\xff\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "yaml: line 3, column 12: invalid UTF-8");
+  auto good = loadManifests("kind: Gateway\nmetadata:\n  name: \xE7\xBD\x91\xE5\x85\xB3\n");
+  ASSERT_TRUE(good) << good.error().message;
+  EXPECT_EQ(good->at(0).name(), "\xE7\xBD\x91\xE5\x85\xB3");
 }
 
 TEST(LoadManifests, SurvivesHostileNesting) {

@@ -714,8 +714,10 @@ class MonitoringTest(unittest.TestCase):
                                 f"{name}: not a series kturnd exports")
 
     def test_hpa_scales_the_gateway_deployment(self):
+        # The operator names a Gateway's Deployment after the Gateway, in its namespace.
         self.assertRegex(read("src/operator/deployment_renderer.cc"),
-                         r'Json meta = \{\{"name", gw\.meta\.name\},\s*\{"namespace", gw\.meta\.ns\}')
+                         r'Json meta = \{\{"name", gw\.meta\.name\},\s*'
+                         r'\{"namespace", gw\.meta\.ns\}')
         hpa = one(FULL, "HorizontalPodAutoscaler")
         target = hpa["spec"]["scaleTargetRef"]
         self.assertEqual((target["apiVersion"], target["kind"]), ("apps/v1", "Deployment"))

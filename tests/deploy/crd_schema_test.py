@@ -5,8 +5,8 @@
   * group, names, scope, versions, status subresource and defaults are STUNner's;
   * the schemas name every spec field kturn's operator reads (src/k8s readers);
   * every stunner.l7mp.io object in tests/golden/*/input, deploy/examples, deploy/manifests
-    and the seed documents (tests/deploy/fixtures) validates, and the route statuses the renderer writes in
-    tests/golden/*/expected.yaml fit the status subresource;
+    and the seed documents (tests/deploy/fixtures) validates, and the route statuses the
+    renderer writes in tests/golden/*/expected.yaml fit the status subresource;
   * the validator itself rejects wrong enums, types, missing required fields and the like.
 
   /usr/bin/python3 tests/deploy/crd_schema_test.py [-v]

@@ -4,9 +4,9 @@
   * each file is one well-formed apiextensions.k8s.io/v1 CRD with a structural schema;
   * group, names, scope, versions, status subresource and defaults are STUNner's;
   * the schemas name every spec field kturn's operator reads (src/k8s readers);
-  * every stunner.l7mp.io object in tests/golden/*/input, deploy/examples and the seed
-    documents (tests/deploy/fixtures) validates, and the route statuses the renderer writes in
-    tests/golden/*/expected.yaml fit the status subresource;
+  * every stunner.l7mp.io object in tests/golden/*/input, deploy/examples, deploy/manifests
+    and the seed documents (tests/deploy/fixtures) validates, and the route statuses the
+    renderer writes in tests/golden/*/expected.yaml fit the status subresource;
   * the validator itself rejects wrong enums, types, missing required fields and the like.
 
   /usr/bin/python3 tests/deploy/crd_schema_test.py [-v]
@@ -256,6 +256,10 @@ class ManifestsValidateTest(unittest.TestCase):
 
     def test_examples(self):
         self.assert_all_valid(stunner_objects("deploy/examples/**/*.yaml"))
+
+    def test_deploy_manifests(self):
+        # The default Dataplane the chart ships (deploy/manifests is rendered from the chart).
+        self.assert_all_valid(stunner_objects("deploy/manifests/*.yaml"))
 
     def test_seed_manifests(self):
         objects = stunner_objects("tests/deploy/fixtures/seed-manifests.yaml")

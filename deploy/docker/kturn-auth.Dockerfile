@@ -1,0 +1,33 @@
+# kturn-auth, the TURN credential service. Build from the repository root:
+#   docker build -f deploy/docker/kturn-auth.Dockerfile -t kturn/kturn-auth:0.1.0 .
+# In Kubernetes: deploy/helm/kturn (or deploy/manifests/kturn.yaml).
+
+# Build stage: Debian 12 with the packages of scripts/install-deps.sh that building needs (no
+# test, benchmark or interop packages), then only the kturn-auth target.
+FROM debian:12 AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config \
+      libssl-dev libboost1.81-dev libboost-system1.81-dev nlohmann-json3-dev libyaml-cpp-dev \
+      libspdlog-dev libfmt-dev libcli11-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY include/ include/
+COPY src/ src/
+RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DKTURN_BUILD_TESTS=OFF -DKTURN_BUILD_BENCH=OFF \
+ && cmake --build build --target kturn-auth
+COPY deploy/docker/stage-runtime.sh /usr/local/bin/
+RUN sh /usr/local/bin/stage-runtime.sh build/kturn-auth /rootfs
+
+# Runtime: distroless (no shell, no package manager) with glibc, libstdc++ and OpenSSL 3; the
+# other shared libraries come from the build stage (stage-runtime.sh says which, and why not
+# debian:12-slim). Its :nonroot tag already runs as 65532; USER says so here too, numerically,
+# so that Kubernetes' runAsNonRoot can verify it. kturn-auth listens on 8088 and needs no
+# capability.
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=build /rootfs/ /
+USER 65532:65532
+EXPOSE 8088/tcp
+ENTRYPOINT ["/usr/local/bin/kturn-auth"]

@@ -1,0 +1,34 @@
+# kturn-operator, the control plane. Build from the repository root:
+#   docker build -f deploy/docker/kturn-operator.Dockerfile -t kturn/kturn-operator:0.1.0 .
+# In Kubernetes: deploy/helm/kturn (or deploy/manifests/kturn.yaml).
+
+# Build stage: Debian 12 with the packages of scripts/install-deps.sh that building needs (no
+# test, benchmark or interop packages), then only the kturn-operator target.
+FROM debian:12 AS build
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config \
+      libssl-dev libboost1.81-dev libboost-system1.81-dev nlohmann-json3-dev libyaml-cpp-dev \
+      libspdlog-dev libfmt-dev libcli11-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY CMakeLists.txt ./
+COPY include/ include/
+COPY src/ src/
+RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DKTURN_BUILD_TESTS=OFF -DKTURN_BUILD_BENCH=OFF \
+ && cmake --build build --target kturn-operator
+COPY deploy/docker/stage-runtime.sh /usr/local/bin/
+RUN sh /usr/local/bin/stage-runtime.sh build/kturn-operator /rootfs
+
+# Runtime: distroless (no shell, no package manager) with glibc, libstdc++ and OpenSSL 3; the
+# other shared libraries come from the build stage (stage-runtime.sh says which, and why not
+# debian:12-slim). Its :nonroot tag already runs as 65532; USER says so here too, numerically,
+# so that Kubernetes' runAsNonRoot can verify it. The operator binds only the CDS port (13478)
+# and needs no capability. The CA it trusts is the service account's ca.crt, not the image's.
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=build /rootfs/ /
+USER 65532:65532
+# Config discovery (CDS).
+EXPOSE 13478/tcp
+ENTRYPOINT ["/usr/local/bin/kturn-operator"]

@@ -1,0 +1,270 @@
+#!/usr/bin/python3
+"""deploy/docker/*.Dockerfile and stage-runtime.sh, checked without Docker (none here).
+
+  * one Dockerfile per image (kturnd, kturn-operator, kturn-auth), each a CMake target;
+  * multi-stage: a Debian 12 build stage installing only packages of scripts/install-deps.sh
+    and building only its own target, then gcr.io/distroless/cc-debian12:nonroot with a
+    numeric non-root USER and an exec-form ENTRYPOINT, nothing run in it;
+  * the three build stages are the same but for the target (they cannot drift apart);
+  * nothing is fetched from the network but base images and Debian packages: no ADD of a URL,
+    no curl or wget; no setcap (the chart grants low ports through the pod, see the comment in
+    kturnd.Dockerfile); COPY reads only what .dockerignore lets into the context;
+  * ports and image names agree with the chart;
+  * stage-runtime.sh, run on a system binary, bundles exactly the shared libraries the
+    distroless image lacks and fails on a library that does not resolve.
+
+  /usr/bin/python3 tests/deploy/dockerfile_test.py [-v]
+"""
+
+import fnmatch
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "deploy", "helm"))
+import render  # noqa: E402
+
+DOCKER = os.path.join(REPO, "deploy", "docker")
+STAGE_SCRIPT = os.path.join(DOCKER, "stage-runtime.sh")
+IMAGES = {  # Dockerfile -> (CMake target, values.yaml key of its image)
+    "kturnd.Dockerfile": ("kturnd", "dataplane"),
+    "kturn-operator.Dockerfile": ("kturn-operator", "operator"),
+    "kturn-auth.Dockerfile": ("kturn-auth", "auth"),
+}
+BUILD_IMAGE = "debian:12"
+RUNTIME_IMAGE = "gcr.io/distroless/cc-debian12:nonroot"
+# What distroless cc-debian12 holds (packages libc6, libgcc-s1, libstdc++6, libgomp1, libssl3),
+# by soname prefix; everything else a binary loads must be bundled.
+DISTROLESS_CC_LIBS = ("libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so",
+                      "libresolv.so", "libutil.so", "libgcc_s.so", "libstdc++.so", "libgomp.so",
+                      "libssl.so", "libcrypto.so", "ld-linux")
+
+VALUES = render.Chart(os.path.join(REPO, "deploy", "helm", "kturn")).values
+APP_VERSION = render.Chart(os.path.join(REPO, "deploy", "helm", "kturn")).meta["appVersion"]
+
+
+def read(path):
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def instructions(text):
+    """[(KEYWORD, arguments)] of a Dockerfile: continuations joined, comments dropped."""
+    out = []
+    logical = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not logical and (not stripped or stripped.startswith("#")):
+            continue
+        if stripped.startswith("#"):  # a comment inside a continued instruction
+            continue
+        if stripped.endswith("\\"):
+            logical += stripped[:-1] + " "
+            continue
+        logical += stripped
+        keyword, _, args = logical.partition(" ")
+        out.append((keyword.upper(), " ".join(args.split())))
+        logical = ""
+    assert not logical, "a Dockerfile ends inside a continued line"
+    return out
+
+
+def stages(parsed):
+    """[[instructions of one stage, FROM first]]."""
+    out = []
+    for keyword, args in parsed:
+        if keyword == "FROM":
+            out.append([])
+        assert out, "an instruction before the first FROM"
+        out[-1].append((keyword, args))
+    return out
+
+
+def install_deps_packages():
+    text = read("scripts/install-deps.sh")
+    block = re.search(r"packages=\((.*?)\n\)", text, re.S).group(1)
+    return {w for line in block.splitlines() for w in line.split("#")[0].split()}
+
+
+def dockerignore_allows(path):
+    """Whether .dockerignore lets path into the build context (last matching rule wins)."""
+    allowed = True
+    for line in read(".dockerignore").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        pattern = line.lstrip("!").rstrip("/")
+        if fnmatch.fnmatch(path, pattern) or path.startswith(pattern + "/"):
+            allowed = negate
+    return allowed
+
+
+def cmake_targets():
+    return set(re.findall(r"add_executable\(([\w-]+)", read("CMakeLists.txt")))
+
+
+class DockerfileTest(unittest.TestCase):
+    def each(self):
+        for name, (target, values_key) in IMAGES.items():
+            path = os.path.join("deploy", "docker", name)
+            yield name, target, values_key, stages(instructions(read(path)))
+
+    def test_one_per_image_and_nothing_else(self):
+        present = {f for f in os.listdir(DOCKER) if f.endswith("Dockerfile")}
+        self.assertEqual(present, set(IMAGES))
+        self.assertLessEqual({t for t, _ in IMAGES.values()}, cmake_targets())
+
+    def test_build_stage(self):
+        packages = install_deps_packages()
+        for name, target, _, parsed in self.each():
+            with self.subTest(dockerfile=name):
+                self.assertGreaterEqual(len(parsed), 2, "multi-stage")
+                build = parsed[0]
+                self.assertEqual(build[0], ("FROM", f"{BUILD_IMAGE} AS build"))
+                runs = " && ".join(args for k, args in build if k == "RUN")
+                install = re.search(r"apt-get install ([^&]*)", runs)
+                self.assertIsNotNone(install, "build dependencies come from apt")
+                self.assertIn("--no-install-recommends", install.group(1))
+                wanted = {w for w in install.group(1).split() if not w.startswith("-")}
+                self.assertLessEqual(wanted, packages, "packages outside install-deps.sh")
+                self.assertIn("rm -rf /var/lib/apt/lists/*", runs)
+                self.assertIn(f"cmake --build build --target {target}", runs)
+                self.assertIn("-DKTURN_BUILD_TESTS=OFF", runs)
+                self.assertIn("-DCMAKE_BUILD_TYPE=Release", runs)
+                self.assertIn(f"stage-runtime.sh build/{target} /rootfs", runs)
+
+    def test_build_stages_differ_only_in_target(self):
+        normalized = {}
+        for name, target, _, parsed in self.each():
+            normalized[name] = [(k, re.sub(rf"\b{re.escape(target)}\b", "TARGET", a))
+                                for k, a in parsed[0]]
+        first = next(iter(normalized.values()))
+        for name, stage in normalized.items():
+            with self.subTest(dockerfile=name):
+                self.assertEqual(stage, first)
+
+    def test_runtime_stage(self):
+        for name, target, _, parsed in self.each():
+            final = parsed[-1]
+            with self.subTest(dockerfile=name):
+                self.assertEqual(final[0], ("FROM", RUNTIME_IMAGE))
+                users = [a for k, a in final if k == "USER"]
+                self.assertEqual(len(users), 1, "the final stage names its USER")
+                uid, _, gid = users[0].partition(":")
+                self.assertTrue(uid.isdigit() and int(uid) != 0, "numeric non-root uid")
+                self.assertTrue(not gid or gid.isdigit() and int(gid) != 0)
+                entrypoint = [json.loads(a) for k, a in final if k == "ENTRYPOINT"]
+                self.assertEqual(entrypoint, [[f"/usr/local/bin/{target}"]])
+                self.assertEqual([k for k, _ in final if k == "RUN"], [],
+                                 "distroless has no shell")
+                for k, a in final:
+                    if k == "COPY":
+                        self.assertTrue(a.startswith("--from=build "), a)
+
+    def test_nothing_fetched_but_packages(self):
+        for name, _, _, parsed in self.each():
+            for stage in parsed:
+                for keyword, args in stage:
+                    with self.subTest(dockerfile=name, instruction=f"{keyword} {args}"[:60]):
+                        self.assertNotEqual(keyword, "ADD", "COPY, never ADD (no URLs, no "
+                                                            "archives unpacked by magic)")
+                        if keyword == "RUN":
+                            self.assertIsNone(re.search(r"\b(curl|wget)\b", args))
+                            self.assertNotIn("setcap", args)
+                            self.assertNotIn("git clone", args)
+
+    def test_copies_only_what_the_context_holds(self):
+        for name, _, _, parsed in self.each():
+            for keyword, args in parsed[0]:
+                if keyword != "COPY":
+                    continue
+                sources = [a for a in args.split()[:-1] if not a.startswith("--")]
+                for source in sources:
+                    with self.subTest(dockerfile=name, source=source):
+                        self.assertTrue(dockerignore_allows(source.rstrip("/")),
+                                        f"{source} is excluded by .dockerignore")
+                        self.assertTrue(os.path.exists(os.path.join(REPO, source)))
+        self.assertFalse(dockerignore_allows("build"))
+        self.assertFalse(dockerignore_allows("tests/golden"))
+
+    def test_ports_agree_with_the_chart(self):
+        exposed = {}
+        for name, target, _, parsed in self.each():
+            exposed[target] = {p for k, a in parsed[-1] if k == "EXPOSE" for p in a.split()}
+        self.assertIn(f"{VALUES['operator']['cds']['port']}/tcp", exposed["kturn-operator"])
+        self.assertIn(f"{VALUES['auth']['port']}/tcp", exposed["kturn-auth"])
+        well_known = read("src/operator/well_known.h")
+        for endpoint in ("kMetricsEndpoint", "kHealthCheckEndpoint"):
+            port = re.search(rf'{endpoint} = "http://:(\d+)', well_known).group(1)
+            self.assertIn(f"{port}/tcp", exposed["kturnd"])
+
+    def test_build_commands_name_the_charts_images(self):
+        for name, target, values_key, _ in self.each():
+            repository = VALUES[values_key]["image"]["repository"]
+            with self.subTest(dockerfile=name):
+                self.assertIn(f"docker build -f deploy/docker/{name} -t "
+                              f"{repository}:{APP_VERSION} .", read(f"deploy/docker/{name}"))
+
+
+@unittest.skipUnless(all(shutil.which(t) for t in ("sh", "ldd", "gcc", "strip", "install")),
+                     "needs sh, ldd, gcc, strip and install")
+class StageRuntimeTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.multiarch = subprocess.run(["gcc", "-print-multiarch"], check=True, text=True,
+                                        capture_output=True).stdout.strip()
+
+    def stage(self, binary):
+        rootfs = os.path.join(self.tmp, "rootfs")
+        result = subprocess.run(["sh", STAGE_SCRIPT, binary, rootfs], text=True,
+                                capture_output=True)
+        return result, rootfs
+
+    def test_syntax(self):
+        subprocess.run(["sh", "-n", STAGE_SCRIPT], check=True)
+
+    def test_bundles_exactly_what_distroless_lacks(self):
+        binary = "/bin/ls"
+        result, rootfs = self.stage(binary)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        ldd = subprocess.run(["ldd", binary], check=True, text=True, capture_output=True).stdout
+        loaded = {m.group(1) for m in re.finditer(r"^\s*(\S+) => /", ldd, re.M)}
+        want = {s for s in loaded if not s.startswith(DISTROLESS_CC_LIBS)}
+        self.assertTrue(loaded - want, "the sample binary loads libc at least")
+        bundled = set(os.listdir(os.path.join(rootfs, "usr", "lib", self.multiarch)))
+        self.assertEqual(bundled, want)
+        staged = os.path.join(rootfs, "usr", "local", "bin", "ls")
+        self.assertTrue(os.access(staged, os.X_OK))
+        self.assertLessEqual(os.path.getsize(staged), os.path.getsize(binary))
+
+    def test_an_unresolved_library_fails_the_build(self):
+        ldd = subprocess.run(["ldd", "/bin/ls"], check=True, text=True, capture_output=True).stdout
+        needed = re.search(r"^\s*(lib[a-z]+)\.so\.(\d+) => /", ldd, re.M)
+        if needed is None:
+            self.skipTest("/bin/ls loads no library to rename")
+        with open("/bin/ls", "rb") as f:
+            data = f.read()
+        old = f"{needed.group(1)}.so.{needed.group(2)}".encode()
+        # Same length, so the ELF's string table keeps its layout: libxxxxxxx.so.1.
+        new = b"lib" + b"x" * (len(old) - len(b"lib.so.1")) + b".so.1"
+        self.assertEqual(len(new), len(old))
+        broken = os.path.join(self.tmp, "broken")
+        with open(broken, "wb") as f:
+            f.write(data.replace(old + b"\0", new + b"\0", 1))
+        os.chmod(broken, 0o755)
+        result, _ = self.stage(broken)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertIn("unresolved shared libraries", result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

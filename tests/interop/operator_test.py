@@ -21,6 +21,13 @@ Steps and checks:
   4. The EndpointSlice moves the pod to 127.0.0.2 (PUT through the API): CDS pushes the new
      config, kturnd relays to turnutils_peer on 127.0.0.2 and refuses 127.0.0.1 (403); the
      Deployment was not re-applied (nothing in it changed).
+
+With --kill-operator (the fault test interop_operator_kill, issue 9), between steps 3 and 4: while
+uclient relays 600 messages through kturnd, the operator, and with it the CDS server kturnd
+watches, is SIGKILLed. Every message must still be echoed, and kturnd must keep serving on its
+last config (a new allocation to the pod is admitted while the server is away). The operator
+is then started again (same identity, so it takes its own Lease back) and applies its objects once
+more; step 4's EndpointSlice change reaching kturnd proves that kturnd's CDS watch reconnected.
 """
 
 import argparse
@@ -149,22 +156,33 @@ def start_apiserver(workdir: str, manifest_path: str) -> str:
     return kubeconfig, proc
 
 
-def uclient(workdir: str, turn_port: int, peer_ip: str, peer_port: int, tag: str) -> None:
+def start_uclient(workdir: str, turn_port: int, peer_ip: str, peer_port: int, tag: str,
+                  messages: int = 20, interval_ms: int = 5) -> h.Proc:
+    """Two uclient sessions sending `messages` each, one every `interval_ms`."""
     argv = ["turnutils_uclient", "-p", str(turn_port), "-e", peer_ip, "-r", str(peer_port),
-            "-L", h.LOOPBACK, "-m", "2", "-n", "20", "-l", "100", "-z", "5", "-c",
-            "-W", SECRET, "-u", "someuser", h.LOOPBACK]
+            "-L", h.LOOPBACK, "-m", "2", "-n", str(messages), "-l", "100",
+            "-z", str(interval_ms), "-c", "-W", SECRET, "-u", "someuser", h.LOOPBACK]
     p = h.Proc(f"turnutils_uclient-{tag}", argv, workdir)
     h.register_log(p.log_path)
-    p.start()
+    return p.start()
+
+
+def check_uclient(p: h.Proc, peer: str, messages: int = 20) -> None:
     rc = p.wait(timeout=40)
     out = p.output()
     import uclient_test  # the summary parser of the uclient test
-    h.check(rc == 0, f"uclient to {peer_ip} exited with {rc}:\n" +
+    h.check(rc == 0, f"uclient to {peer} exited with {rc}:\n" +
             "\n".join(out.splitlines()[-8:]))
     s = uclient_test.parse_summary(out)
-    print(f"uclient to {peer_ip}:{peer_port}: {s}")
-    h.check(s["sent"] == 40 and s["recv"] == 40 and s["lost"] == 0,
-            f"relay to {peer_ip}: sent {s['sent']} received {s['recv']} lost {s['lost']}")
+    print(f"uclient to {peer}: {s}")
+    h.check(s["sent"] == 2 * messages and s["recv"] == 2 * messages and s["lost"] == 0,
+            f"relay to {peer}: sent {s['sent']} received {s['recv']} lost {s['lost']}")
+
+
+def uclient(workdir: str, turn_port: int, peer_ip: str, peer_port: int, tag: str) -> None:
+    check_uclient(start_uclient(workdir, turn_port, peer_ip, peer_port, tag),
+                  f"{peer_ip}:{peer_port}")
+
 
 
 def permission(turn_port: int, peer_ip: str):
@@ -191,13 +209,17 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     kubeconfig, apiserver = start_apiserver(workdir, manifests(workdir, turn_port))
     api = Api(kubeconfig)
 
-    operator = h.Proc("kturn-operator",
-                      [os.path.abspath(args.operator), "--kubeconfig", kubeconfig,
-                       "--cds-addr", f"127.0.0.1:{cds_port}", "--leader-elect",
-                       "--leader-election-identity", "operator-0", "-l", "all:DEBUG"], workdir)
-    h.register_log(operator.log_path)
-    operator.start()
-    h.register_cleanup(operator.stop)
+    def start_operator(tag: str) -> h.Proc:
+        p = h.Proc(f"kturn-operator{tag}",
+                   [os.path.abspath(args.operator), "--kubeconfig", kubeconfig,
+                    "--cds-addr", f"127.0.0.1:{cds_port}", "--leader-elect",
+                    "--leader-election-identity", "operator-0", "-l", "all:DEBUG"], workdir)
+        h.register_log(p.log_path)
+        p.start()
+        h.register_cleanup(p.stop)
+        return p
+
+    operator = start_operator("")
     procs = [apiserver, operator]
 
     # 1. The verbatim GatewayClass: the operator says what is wrong with it.
@@ -286,6 +308,29 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     _, port_a = h.start_udp_echo_peer(workdir, POD_A)
     uclient(workdir, turn_port, POD_A, port_a, "a")
 
+    if args.kill_operator:
+        # The operator (and its CDS server) dies mid-traffic: nothing relayed may be lost.
+        messages = 300
+        traffic = start_uclient(workdir, turn_port, POD_A, port_a, "during-kill", messages, 20)
+        time.sleep(1.5)
+        procs.remove(operator)
+        operator.proc.kill()
+        operator.proc.wait(timeout=5)
+        print(f"operator SIGKILLed {1.5:.1f} s into a {messages * 20 / 1000:.0f} s uclient run")
+        check_uclient(traffic, f"{POD_A}:{port_a} across the operator's SIGKILL", messages)
+        h.check(kturnd.running(), "kturnd exited when the CDS server went away")
+        # Its last config stays in force: new allocations to the pod are still admitted.
+        h.check(permission(turn_port, POD_A) is None,
+                "kturnd refused the pod while the CDS server was away")
+        before = applies(api, "deployments")
+        operator = start_operator("-restarted")
+        procs.append(operator)
+        # Applied objects are remembered in memory only: the new process applies them once.
+        wait_for("the restarted operator's apply", lambda: applies(api, "deployments") > before,
+                 procs=procs)
+        print("operator restarted: it leads again and has applied its objects")
+        deployment_applies = applies(api, "deployments")
+
     # 4. The pod moves: the EndpointSlice now lists pod B only.
     slice_path = f"/apis/discovery.k8s.io/v1/namespaces/{GW_NS}/endpointslices/media-server-x7k2p"
     es = api.get(slice_path)
@@ -315,7 +360,11 @@ def main() -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_server_args(p)
     p.add_argument("--operator", required=True, help="kturn-operator binary")
-    h.run_test("operator", body, p, overall_timeout=110)
+    p.add_argument("--kill-operator", action="store_true",
+                   help="SIGKILL the operator mid-traffic and start it again (fault test)")
+    args, _ = p.parse_known_args()
+    h.run_test("operator-kill" if args.kill_operator else "operator", body, p,
+               overall_timeout=110)
 
 
 if __name__ == "__main__":

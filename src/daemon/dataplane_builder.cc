@@ -149,13 +149,23 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     turn_config->listeners.push_back(std::move(policy));
     dataplane->listeners.push_back(spec);
   }
-  // No listener may relay to any listener of this server (a TURN-in-TURN loop).
-  for (turn::ListenerPolicy& policy : turn_config->listeners) {
-    for (const ListenerSpec& spec : dataplane->listeners)
-      policy.own_addresses.push_back(spec.address);
+  dataplane->interfaces = interfaces_();
+  // No listener may relay to any listener of this server (a TURN-in-TURN loop). A wildcard
+  // listener listens on every interface address, so each of those is its address too ("::"
+  // serves both families).
+  std::vector<TransportAddress> own;
+  for (const ListenerSpec& spec : dataplane->listeners) {
+    own.push_back(spec.address);
+    if (!spec.address.ip.isUnspecified()) continue;
+    for (const net::InterfaceAddresses::Entry& e : dataplane->interfaces.entries()) {
+      if (spec.address.ip.isV4() && !e.ip.isV4()) continue;
+      own.push_back(TransportAddress{e.ip, spec.address.port});
+    }
   }
+  std::sort(own.begin(), own.end());
+  own.erase(std::unique(own.begin(), own.end()), own.end());
+  for (turn::ListenerPolicy& policy : turn_config->listeners) policy.own_addresses = own;
   dataplane->turn = std::move(turn_config);
-  dataplane->interfaces = net::InterfaceAddresses::current();
   return DataplanePtr(std::move(dataplane));
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "config/stunner_config.h"
 #include "daemon/dataplane.h"
 #include "kturn/result.h"
+#include "net/interface_addresses.h"
 
 namespace kturn::daemon {
 
@@ -21,6 +23,13 @@ class DataplaneBuilder {
   // `workers`: how many TURN cores share the process-wide limits (admin.limits): each gets its
   // share of max_allocations and listener_kbps.
   explicit DataplaneBuilder(size_t workers = 1) : workers_(std::max<size_t>(1, workers)) {}
+
+  // Where the host's interface addresses come from (getifaddrs by default); tests inject theirs.
+  // Read once per build: they pick relay addresses of the other family and tell which addresses
+  // a wildcard listener really listens on.
+  void setInterfaceSource(std::function<net::InterfaceAddresses()> source) {
+    interfaces_ = std::move(source);
+  }
 
   // `config` must have passed config::validate().
   Result<DataplanePtr> build(const config::StunnerConfig& config, const DnsCache& dns);
@@ -42,6 +51,7 @@ class DataplaneBuilder {
     net::TlsContextPtr context;
   };
   size_t workers_;
+  std::function<net::InterfaceAddresses()> interfaces_ = net::InterfaceAddresses::current;
   std::map<std::string, TlsEntry> tls_;  // by listener name
   std::map<std::string, turn::ListenerId> ids_;
   turn::ListenerId next_id_ = 1;

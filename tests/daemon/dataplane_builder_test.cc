@@ -59,6 +59,46 @@ TEST(DataplaneBuilder, TranslatesAuthListenersAndRoutes) {
   EXPECT_FALSE(policy->allowsIp(*IpAddress::parse("192.168.1.1")));
 }
 
+// RFC 8656 §21.1.7 (TURN loop): a listener's own addresses are never peers, even under a
+// catch-all or an explicit endpoint; a wildcard listener's are every interface address.
+TEST(DataplaneBuilder, NoListenerRelaysToAnyListenerOfThisServer) {
+  DataplaneBuilder builder;
+  builder.setInterfaceSource([] {
+    return net::InterfaceAddresses({{"lo", *IpAddress::parse("127.0.0.1")},
+                                    {"eth0", *IpAddress::parse("10.1.2.3")},
+                                    {"eth0", *IpAddress::parse("fd00::5")}});
+  });
+  auto dp = builder.build(parse(R"(
+version: v1
+auth: {type: static, credentials: {username: u, password: p}}
+listeners:
+  - {name: any4, protocol: TURN-UDP, address: 0.0.0.0, port: 3478, routes: [all, test-peer]}
+  - {name: any6, protocol: TURN-UDP, address: "::", port: 3479, routes: [all]}
+  - {name: local, protocol: TURN-TCP, address: 127.0.0.1, port: 5000, routes: [all]}
+clusters:
+  - {name: all, type: STATIC, endpoints: ["0.0.0.0/0", "::/0"]}
+  - {name: test-peer, type: STATIC, endpoints: ["127.0.0.1/32"]}
+)"),
+                          {});
+  ASSERT_TRUE(dp) << dp.error().message;
+  const turn::ListenerPolicy* policy = (*dp)->turn->listener((*dp)->listeners[0].id);
+  ASSERT_NE(policy, nullptr);
+  auto allows = [&](const char* peer) { return policy->allows(*TransportAddress::parse(peer)); };
+  // The wildcard listeners, on each interface address of their families.
+  EXPECT_FALSE(allows("10.1.2.3:3478"));
+  EXPECT_FALSE(allows("10.1.2.3:3479"));
+  EXPECT_FALSE(allows("[fd00::5]:3479"));
+  EXPECT_TRUE(allows("[fd00::5]:3478")) << "0.0.0.0 does not listen on IPv6 addresses";
+  // The explicit listener, although the test-peer endpoint admits 127.0.0.1 otherwise.
+  EXPECT_FALSE(allows("127.0.0.1:5000"));
+  EXPECT_FALSE(allows("127.0.0.1:3478"));
+  EXPECT_TRUE(allows("127.0.0.1:5001"));
+  // Other ports of the host's addresses, and other hosts, are ordinary peers.
+  EXPECT_TRUE(allows("10.1.2.3:40000"));
+  EXPECT_TRUE(allows("10.1.2.4:3478"));
+  EXPECT_TRUE(allows("[fd00::6]:3479"));
+}
+
 std::string tlsConfig(const config::PemPair& pem) {
   return "version: v1\nauth: {type: static, credentials: {username: u, password: p}}\n"
          "listeners:\n  - {name: tls, protocol: TURN-TLS, port: 5349, cert: \"" +

@@ -6,6 +6,9 @@
                          error names the problem), zero packets lost.
   --case port-exhaustion a relay port range of 4 ports: four allocations succeed, the fifth
                          gets 508 (counted in /metrics), and succeeds once a port is freed.
+  --case allocation-cap  admin.limits.max_allocations 3 in a running kturnd: three allocations
+                         succeed, the fourth gets 508 (counted in /metrics), and succeeds once
+                         one is released.
   --case stalled-peer    a peer that never reads (its receive buffer full) is flooded through
                          one allocation while uclient relays through others: zero loss for them.
   --case restart         kturnd SIGKILLed and started again on the same config: the old
@@ -99,6 +102,37 @@ def case_port_exhaustion(args, workdir):
                 c.close()
 
 
+def case_allocation_cap(args, workdir):
+    metrics = h.free_port()
+    settings = h.ServerSettings(auth="static")
+    config = h.KturndServer.config_for(settings)
+    config["admin"]["metrics_endpoint"] = f"http://127.0.0.1:{metrics}/metrics"
+    config["admin"]["limits"] = {"max_allocations": 3}
+    # One worker: the process-wide cap is shared among workers, so with one it is exact.
+    with h.KturndServer(args.kturnd, config, workdir=workdir, settings=settings,
+                        loglevel="all:INFO", extra_args=["--udp-thread-num", "1"]) as s:
+        user, password = s.settings.credentials()
+        clients = [h.TurnClient(s.address, user, password) for _ in range(4)]
+        try:
+            relays = [c.allocate() for c in clients[:3]]
+            resp = clients[3].request(h.ALLOCATE, lambda m: m.add(h.A_REQUESTED_TRANSPORT,
+                                                                   bytes([17, 0, 0, 0])))
+            h.check((resp.error_code() or (0,))[0] == 508,
+                    f"the fourth allocation was not refused with 508: {resp.describe()}")
+            samples = ops_test.metric_samples(metrics)
+            refused = samples.get(("kturn_allocations_rejected_total",
+                                   (("listener", "udp"), ("reason", "insufficient_capacity"))), 0)
+            h.check(refused == 1, f"508 not counted: insufficient_capacity={refused}")
+            h.check(clients[0].refresh(0).error_code() is None, "Refresh(0) failed")
+            granted = clients[3].allocate()
+            s.check_alive()
+            print(f"allocation-cap: {len(relays)} allocations, the 4th refused with 508, "
+                  f"granted {granted} once one was released")
+        finally:
+            for c in clients:
+                c.close()
+
+
 def case_stalled_peer(args, workdir):
     with ops_test.start_kturnd(args, workdir, {}) as s:
         _, peer_port = h.start_udp_echo_peer(workdir)
@@ -184,7 +218,8 @@ def main() -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_server_args(p)
     cases = {"corrupt-config": case_corrupt_config, "port-exhaustion": case_port_exhaustion,
-             "stalled-peer": case_stalled_peer, "restart": case_restart}
+             "stalled-peer": case_stalled_peer,
+             "allocation-cap": case_allocation_cap, "restart": case_restart}
     p.add_argument("--case", required=True, choices=sorted(cases))
     args, _ = p.parse_known_args()
     h.run_test(f"fault-{args.case}", lambda a, w: cases[a.case](a, w), p)

@@ -336,6 +336,10 @@ class HelpCache:
         return self.cache[key]
 
 
+# Words that stand for something in prose usage lines: <name>, [options], ..., SUBCOMMAND.
+PLACEHOLDER = re.compile(r"^(<[^>]*>|\[[^\]]*\]|\.\.\.|[A-Z][A-Z_]+)$")
+
+
 def check_arguments(binary: str, args: List[str], helps: HelpCache) -> List[str]:
     """What is wrong with one invocation's arguments ([] if nothing)."""
     chain: Tuple[str, ...] = ()
@@ -350,6 +354,12 @@ def check_arguments(binary: str, args: List[str], helps: HelpCache) -> List[str]
         i += 1
         if a == "--":
             break
+        if re.match(r"^\[-[^\]]*\]$", a):
+            a = a[1:-1]  # [--flag]: an optional flag in a usage line
+        elif PLACEHOLDER.match(a):
+            if help_.subcommands:
+                break  # `kturnctl <subcommand> ...`: which one is not known, nor its flags
+            continue
         if a.startswith("--"):
             flag = a.split("=", 1)[0]
             if flag not in help_.options:

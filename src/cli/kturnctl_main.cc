@@ -1,14 +1,16 @@
 // kturnctl: the kturn command line (DESIGN.md §1, docs/kturnctl.md). Subcommands: render,
-// config.
+// config, status, auth.
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <thread>
 
+#include "cli/auth_command.h"
 #include "cli/config_command.h"
 #include "cli/exit_codes.h"
 #include "cli/render_command.h"
+#include "cli/status_command.h"
 #include "cli/stop_latch.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -34,8 +36,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   kturn::cli::RenderCommand render;
   kturn::cli::ConfigCommand config;
+  kturn::cli::StatusCommand status;
+  kturn::cli::AuthCommand auth;
   CLI::App* renderCmd = kturn::cli::addRenderCommand(app, render);
   CLI::App* configCmd = kturn::cli::addConfigCommand(app, config);
+  CLI::App* statusCmd = kturn::cli::addStatusCommand(app, status);
+  CLI::App* authCmd = kturn::cli::addAuthCommand(app, auth);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -55,5 +61,7 @@ int main(int argc, char** argv) {
     if (config.watch) stopOnSignals(stop);
     return kturn::cli::runConfig(config, std::cout, std::cerr, &stop);
   }
+  if (statusCmd->parsed()) return kturn::cli::runStatus(status, std::cout, std::cerr);
+  if (authCmd->parsed()) return kturn::cli::runAuth(auth, std::cout, std::cerr);
   return kturn::cli::kExitUsage;
 }

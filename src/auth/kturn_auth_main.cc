@@ -8,33 +8,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "admin/admin_server.h"
 #include "auth/auth_handlers.h"
 #include "auth/config_follower.h"
+#include "auth/token_file.h"
 #include "cds/origin.h"
 #include "common/log.h"
 #include "common/signals.h"
-
-namespace {
-
-kturn::Result<std::string> readToken(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return kturn::makeError(kturn::Error::Code::kNotFound, path + ": cannot open");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string token = buffer.str();
-  const auto first = token.find_first_not_of(" \t\r\n");
-  const auto last = token.find_last_not_of(" \t\r\n");
-  if (first == std::string::npos) {
-    return kturn::makeError(kturn::Error::Code::kInvalidArgument, path + ": empty token");
-  }
-  return token.substr(first, last - first + 1);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kturn-auth: TURN credential and ICE server service, STUNner-compatible"};
@@ -74,7 +55,7 @@ int main(int argc, char** argv) {
 
   kturn::auth::AuthHandlerOptions handler_options;
   if (!token_file.empty()) {
-    auto token = readToken(token_file);
+    auto token = kturn::auth::readTokenFile(token_file);
     if (!token) {
       spdlog::critical("--token-file: {}", token.error().message);
       return 1;

@@ -15,7 +15,6 @@
 #include "cds/transport.h"
 #include "cds/url_util.h"
 #include "cds/watcher.h"
-#include "config/parser.h"
 
 namespace kturn::cds {
 
@@ -71,6 +70,48 @@ std::string trimmed(std::string_view text) {
   return std::string(text.substr(0, 200));
 }
 
+// One GET of `target`, bounded by options.request_timeout: the body of a 200, kNotFound for a
+// 404, kIo for anything else; errors start with "GET <url>".
+Result<HttpReply> getDocument(const Origin& origin, const std::string& target,
+                              const CdsClientOptions& options) {
+  std::shared_ptr<asio::ssl::context> tls;
+  if (origin.tls) {
+    auto ctx = makeClientTlsContext(options.tls_ca_file, options.tls_insecure_skip_verify);
+    if (!ctx) return ctx.error();
+    tls = std::move(ctx).value();
+  }
+  std::optional<Result<HttpReply>> reply;
+  try {
+    asio::io_context ioc;
+    auto run = [&]() -> asio::awaitable<void> {
+      if (tls) {
+        TlsStream stream(ioc, *tls);
+        reply = co_await fetch(stream, origin, target, options.request_timeout,
+                               !options.tls_insecure_skip_verify);
+      } else {
+        PlainStream stream(ioc);
+        reply = co_await fetch(stream, origin, target, options.request_timeout, false);
+      }
+    };
+    asio::co_spawn(ioc, run(), [](std::exception_ptr) {});
+    ioc.run();
+  } catch (const std::exception& e) {
+    return makeError(Error::Code::kInternal, std::string("CDS GET: ") + e.what());
+  }
+  const std::string where = "GET " + origin.toString() + target;
+  if (!reply) return makeError(Error::Code::kInternal, where + ": no result");
+  if (!*reply) return makeError(reply->error().code, where + ": " + reply->error().message);
+  HttpReply& r = reply->value();
+  if (r.status == 404) {
+    return makeError(Error::Code::kNotFound, where + ": 404 " + trimmed(r.body));
+  }
+  if (r.status != 200) {
+    return makeError(Error::Code::kIo,
+                     where + ": HTTP status " + std::to_string(r.status) + " " + trimmed(r.body));
+  }
+  return std::move(r);
+}
+
 }  // namespace
 
 CdsClient::CdsClient(CdsClientOptions options, Origin origin, ConfigId id)
@@ -109,45 +150,30 @@ std::string CdsClient::watchTarget() const {
 }
 
 Result<config::StunnerConfig> CdsClient::get() const {
-  std::shared_ptr<asio::ssl::context> tls;
-  if (origin_.tls) {
-    auto ctx = makeClientTlsContext(options_.tls_ca_file, options_.tls_insecure_skip_verify);
-    if (!ctx) return ctx.error();
-    tls = std::move(ctx).value();
-  }
   const std::string target = getTarget();
-  std::optional<Result<HttpReply>> reply;
-  try {
-    asio::io_context ioc;
-    auto run = [&]() -> asio::awaitable<void> {
-      if (tls) {
-        TlsStream stream(ioc, *tls);
-        reply = co_await fetch(stream, origin_, target, options_.request_timeout,
-                               !options_.tls_insecure_skip_verify);
-      } else {
-        PlainStream stream(ioc);
-        reply = co_await fetch(stream, origin_, target, options_.request_timeout, false);
-      }
-    };
-    asio::co_spawn(ioc, run(), [](std::exception_ptr) {});
-    ioc.run();
-  } catch (const std::exception& e) {
-    return makeError(Error::Code::kInternal, std::string("CDS GET: ") + e.what());
-  }
+  Result<HttpReply> reply = getDocument(origin_, target, options_);
+  if (!reply) return reply.error();
   const std::string where = "GET " + origin_.toString() + target;
-  if (!reply) return makeError(Error::Code::kInternal, where + ": no result");
-  if (!*reply) return makeError(reply->error().code, where + ": " + reply->error().message);
-  const HttpReply& r = reply->value();
-  if (r.status == 404) {
-    return makeError(Error::Code::kNotFound, where + ": 404 " + trimmed(r.body));
-  }
-  if (r.status != 200) {
-    return makeError(Error::Code::kIo,
-                     where + ": HTTP status " + std::to_string(r.status) + " " + trimmed(r.body));
-  }
-  Result<config::StunnerConfig> parsed = config::parseConfig(r.body);
+  Result<config::StunnerConfig> parsed = parseServedConfig(reply->body, options_.expand_env);
   if (!parsed) {
     return makeError(parsed.error().code, where + ": invalid config: " + parsed.error().message);
+  }
+  return parsed;
+}
+
+Result<std::vector<config::StunnerConfig>> listConfigs(const CdsClientOptions& options,
+                                                       std::string_view namespace_) {
+  Result<Origin> origin = parseOrigin(options.origin);
+  if (!origin) return origin.error();
+  const std::string target =
+      namespace_.empty() ? std::string(kAllConfigsPath) : namespacePath(namespace_);
+  Result<HttpReply> reply = getDocument(*origin, target, options);
+  if (!reply) return reply.error();
+  Result<std::vector<config::StunnerConfig>> parsed =
+      parseListJson(reply->body, options.expand_env);
+  if (!parsed) {
+    return makeError(parsed.error().code, "GET " + origin->toString() + target +
+                                              ": invalid config list: " + parsed.error().message);
   }
   return parsed;
 }
@@ -171,6 +197,7 @@ Result<void> CdsClient::watch(WatchCallbacks callbacks) {
       .retry_period = options_.retry_period,
       .handshake_timeout = options_.request_timeout,
       .suppress_delete = options_.suppress_delete,
+      .expand_env = options_.expand_env,
       .tls = std::move(tls),
       .verify_host = !options_.tls_insecure_skip_verify,
   };

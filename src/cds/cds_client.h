@@ -18,6 +18,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cds/origin.h"
 #include "cds/protocol.h"
@@ -49,6 +51,11 @@ struct CdsClientOptions {
   // carry allocations during graceful shutdown).
   bool suppress_delete = true;
 
+  // Substitute `$VAR`s in the configs from this process's environment, as kturnd and stunnerd do
+  // with the config they run (protocol.h parseServedConfig). Off: configs as the server wrote
+  // them, for a tool that shows them (kturnctl config).
+  bool expand_env = true;
+
   // https/wss: verify the server certificate against this CA bundle (PEM file); empty: the
   // system's default trust store. The host name is checked and sent as SNI.
   std::string tls_ca_file{};
@@ -67,8 +74,9 @@ struct CdsClientStats {
 };
 
 struct WatchCallbacks {
-  // A parsed, validated config (config::parseConfig: env substitution outside credentials,
-  // defaults, validation). Called for the initial config and every change the server pushes.
+  // A parsed, validated config (config::parseConfig: env substitution outside credentials unless
+  // !expand_env, defaults, validation). Called for the initial config and every change the server
+  // pushes.
   std::function<void(config::StunnerConfig)> on_config{};
   // Something went wrong: a config that did not parse or validate (it is dropped; the caller
   // keeps its previous config), a failed connection attempt, a lost connection. Informational:
@@ -118,5 +126,13 @@ class CdsClient {
   std::shared_ptr<WatcherStats> stats_;  // shared with the watcher thread
   std::shared_ptr<Watcher> watcher_;     // null unless watching
 };
+
+// GET /api/v1/configs, or /api/v1/configs/<namespace_> when it is not empty: every config the
+// server holds, in the server's order, each parsed and validated (protocol.h parseListJson).
+// Takes the origin, TLS settings, request_timeout and expand_env of `options`; id and node are
+// not used. Errors as CdsClient::get(): the origin's, kIo for network errors, timeouts and
+// non-200 answers, the parser's for a bad list.
+Result<std::vector<config::StunnerConfig>> listConfigs(const CdsClientOptions& options,
+                                                       std::string_view namespace_ = {});
 
 }  // namespace kturn::cds

@@ -44,6 +44,14 @@ bool isConfigDeleted(const config::StunnerConfig& config) {
   return config == zeroConfig(config.admin.name);
 }
 
+Result<config::StunnerConfig> parseServedConfig(std::string_view text, bool expand_env) {
+  if (expand_env) return config::parseConfig(text);
+  Result<config::StunnerConfig> decoded = config::decodeConfig(text);
+  if (!decoded) return decoded;
+  if (auto valid = config::validate(*decoded); !valid) return valid.error();
+  return decoded;
+}
+
 std::string toListJson(const std::vector<const config::StunnerConfig*>& items) {
   std::string out = R"({"version":"v1","items":[)";
   for (size_t i = 0; i < items.size(); ++i) {
@@ -54,7 +62,7 @@ std::string toListJson(const std::vector<const config::StunnerConfig*>& items) {
   return out;
 }
 
-Result<std::vector<config::StunnerConfig>> parseListJson(std::string_view text) {
+Result<std::vector<config::StunnerConfig>> parseListJson(std::string_view text, bool expand_env) {
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return makeError(Error::Code::kMalformed, "config list: not a JSON object");
@@ -65,7 +73,7 @@ Result<std::vector<config::StunnerConfig>> parseListJson(std::string_view text) 
   std::vector<config::StunnerConfig> out;
   out.reserve(items->size());
   for (size_t i = 0; i < items->size(); ++i) {
-    Result<config::StunnerConfig> parsed = config::parseConfig((*items)[i].dump());
+    Result<config::StunnerConfig> parsed = parseServedConfig((*items)[i].dump(), expand_env);
     if (!parsed) {
       return makeError(parsed.error().code,
                        "items[" + std::to_string(i) + "]." + parsed.error().message);

@@ -61,11 +61,18 @@ config::StunnerConfig zeroConfig(std::string_view admin_name);
 // the client that its config was deleted (STUNner's client.IsConfigDeleted).
 bool isConfigDeleted(const config::StunnerConfig& config);
 
+// One config as a client reads it: config::parseConfig (`$VAR` substitution from this process's
+// environment outside credentials, defaults, validation) when `expand_env`, as kturnd does with
+// the config it is about to run; without, the text as the server wrote it, decoded and validated
+// (defaults filled), for tools that show a config ("$STUNNER_ADDR" stays "$STUNNER_ADDR").
+Result<config::StunnerConfig> parseServedConfig(std::string_view text, bool expand_env);
+
 // {"version":"v1","items":[...]}, items in the given order. Compact JSON, trailing newline like
 // Go's json.Encoder.
 std::string toListJson(const std::vector<const config::StunnerConfig*>& items);
-// Parses and validates every item of a list document. An invalid item fails the whole list, the
-// error naming it: `items[2].listeners[0].port: must be 1-65535`.
-Result<std::vector<config::StunnerConfig>> parseListJson(std::string_view text);
+// Parses and validates every item of a list document (parseServedConfig). An invalid item fails
+// the whole list, the error naming it: `items[2].listeners[0].port: must be 1-65535`.
+Result<std::vector<config::StunnerConfig>> parseListJson(std::string_view text,
+                                                         bool expand_env = true);
 
 }  // namespace kturn::cds

@@ -14,7 +14,6 @@
 
 #include "cds/protocol.h"
 #include "cds/transport.h"
-#include "config/parser.h"
 
 namespace kturn::cds {
 
@@ -128,7 +127,7 @@ void Watcher::onMessage(std::string_view text) {
     report(Error::Code::kMalformed, "ignoring zero-length config");
     return;
   }
-  Result<config::StunnerConfig> parsed = config::parseConfig(text);
+  Result<config::StunnerConfig> parsed = parseServedConfig(text, settings_.expand_env);
   if (!parsed) {
     ++stats_->rejected;
     report(parsed.error().code, "invalid config ignored: " + parsed.error().message);

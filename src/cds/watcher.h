@@ -38,6 +38,7 @@ struct WatcherSettings {
   std::chrono::milliseconds retry_period;
   std::chrono::milliseconds handshake_timeout;
   bool suppress_delete = true;
+  bool expand_env = true;
   std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain TCP
   bool verify_host = true;
 };

@@ -1,5 +1,6 @@
 #include "daemon/config_source.h"
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +21,20 @@ std::string filePath(const std::string& origin) {
 }
 
 }  // namespace
+
+std::string normalizeOrigin(const std::string& origin) {
+  if (origin.empty() || origin.find("://") != std::string::npos) return origin;
+  if (startsWith(origin, "turn:") || startsWith(origin, "turns:")) return origin;
+  const size_t colon = origin.rfind(':');
+  if (colon == std::string::npos || colon + 1 == origin.size() ||
+      origin.find('/') != std::string::npos) {
+    return origin;
+  }
+  for (size_t i = colon + 1; i < origin.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(origin[i]))) return origin;
+  }
+  return "http://" + origin;
+}
 
 bool isReloadable(const std::string& origin) {
   return !origin.empty() && origin.find("://") == std::string::npos ? true

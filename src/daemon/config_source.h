@@ -22,6 +22,11 @@ struct LoadedConfig {
 // Loads and validates the config at `origin`. Errors name the origin and the field.
 Result<LoadedConfig> loadConfig(const std::string& origin);
 
+// stunnerd also takes a bare "IP:port" (or "host:port") as a config discovery server: that
+// becomes "http://IP:port". Anything else is returned as it is (a path, a URL, a TURN URI such as
+// "turn:127.0.0.1:3478", "").
+std::string normalizeOrigin(const std::string& origin);
+
 // Whether `origin` is a file that can be re-read on SIGHUP.
 bool isReloadable(const std::string& origin);
 

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,20 +23,6 @@ namespace {
 std::string env(const char* name) {
   const char* value = std::getenv(name);
   return value == nullptr ? std::string() : std::string(value);
-}
-
-// stunnerd also takes a bare "IP:port" as a CDS server; anything else without a scheme is a path.
-std::string normalizeOrigin(const std::string& origin) {
-  if (origin.empty() || origin.find("://") != std::string::npos) return origin;
-  const size_t colon = origin.rfind(':');
-  if (colon == std::string::npos || colon + 1 == origin.size() ||
-      origin.find('/') != std::string::npos) {
-    return origin;
-  }
-  for (size_t i = colon + 1; i < origin.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(origin[i]))) return origin;
-  }
-  return "http://" + origin;
 }
 
 // stunnerd's default CDS id: STUNNER_NAMESPACE/STUNNER_NAME when both are set, else
@@ -117,7 +102,7 @@ int main(int argc, char** argv) {
   }
   raiseDescriptorLimit();
   if (origin.empty() && turn_uri.empty()) origin = env("STUNNER_CONFIG_ORIGIN");
-  origin = normalizeOrigin(origin);
+  origin = kturn::daemon::normalizeOrigin(origin);
 
   // Workers inherit this mask; the main thread takes the signals with sigwait().
   kturn::signals::blockTermination(/*with_hangup=*/true);

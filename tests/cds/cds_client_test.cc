@@ -88,6 +88,69 @@ TEST(CdsClientGetTest, NotFoundAndUnreachable) {
   EXPECT_LT(Clock::now() - start, 1500ms);
 }
 
+TEST(CdsListTest, ListsEveryConfigOrOneNamespace) {
+  auto server = startServer();
+  ASSERT_TRUE(server);
+  ASSERT_TRUE(server->upsert("b/gw", makeConfig("b/gw", 3479)));
+  ASSERT_TRUE(server->upsert("a/gw", makeConfig("a/gw", 3478)));
+  ASSERT_TRUE(server->upsert("a/gw2", makeConfig("a/gw2", 3480)));
+  const CdsClientOptions options{.origin = "http://127.0.0.1:" + std::to_string(server->port())};
+  auto all = listConfigs(options);
+  ASSERT_TRUE(all) << all.error().message;
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0], makeConfig("a/gw", 3478));
+  EXPECT_EQ((*all)[1], makeConfig("a/gw2", 3480));
+  EXPECT_EQ((*all)[2], makeConfig("b/gw", 3479));
+  auto ns = listConfigs(options, "b");
+  ASSERT_TRUE(ns) << ns.error().message;
+  ASSERT_EQ(ns->size(), 1u);
+  EXPECT_EQ((*ns)[0].admin.name, "b/gw");
+  auto none = listConfigs(options, "nothing-here");
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+
+  EXPECT_FALSE(listConfigs({.origin = "file:///etc/kturn.yaml"}));
+  const uint16_t port = server->port();
+  server->stop();
+  auto refused = listConfigs({.origin = "http://127.0.0.1:" + std::to_string(port)});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Error::Code::kIo);
+  EXPECT_NE(refused.error().message.find("GET http://127.0.0.1:" + std::to_string(port) +
+                                         "/api/v1/configs"),
+            std::string::npos)
+      << refused.error().message;
+}
+
+TEST(CdsClientGetTest, ExpandEnvOffKeepsVariablesAsServed) {
+  auto server = startServer();
+  ASSERT_TRUE(server);
+  config::StunnerConfig c = makeConfig("ns/gw");
+  c.listeners[0].address = "$KTURN_CDS_TEST_ADDR";
+  ASSERT_TRUE(server->upsert("ns/gw", c));
+  ::setenv("KTURN_CDS_TEST_ADDR", "192.0.2.7", 1);
+  auto expanded = makeClient(server->port(), "ns/gw");
+  auto verbatim = makeClient(server->port(), "ns/gw", {.expand_env = false});
+  auto got = expanded->get();
+  auto as_served = verbatim->get();
+  auto listed = listConfigs(
+      {.origin = "http://127.0.0.1:" + std::to_string(server->port()), .expand_env = false});
+  ::unsetenv("KTURN_CDS_TEST_ADDR");
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(got->listeners[0].address, "192.0.2.7");
+  ASSERT_TRUE(as_served) << as_served.error().message;
+  EXPECT_EQ(as_served->listeners[0].address, "$KTURN_CDS_TEST_ADDR");
+  ASSERT_TRUE(listed) << listed.error().message;
+  EXPECT_EQ((*listed)[0].listeners[0].address, "$KTURN_CDS_TEST_ADDR");
+
+  ::setenv("KTURN_CDS_TEST_ADDR", "192.0.2.7", 1);
+  Inbox inbox;
+  ASSERT_TRUE(verbatim->watch(callbacksFor(inbox)));
+  const bool arrived = inbox.waitConfigs(1);
+  ::unsetenv("KTURN_CDS_TEST_ADDR");
+  ASSERT_TRUE(arrived);
+  EXPECT_EQ(inbox.configs()[0].listeners[0].address, "$KTURN_CDS_TEST_ADDR");
+}
+
 TEST(CdsClientGetTest, SendsTheNodeForPatching) {
   auto server = startServer(
       0, {.node_patcher = [](const config::StunnerConfig& c, std::string_view node) {

@@ -75,5 +75,17 @@ TEST(ConfigSource, DiscoveryOriginsAreLeftToTheCdsClient) {
   EXPECT_NE(c.error().message.find("config discovery server"), std::string::npos);
 }
 
+TEST(ConfigSource, BareHostPortIsADiscoveryServer) {
+  EXPECT_EQ(normalizeOrigin("10.0.0.1:13478"), "http://10.0.0.1:13478");
+  EXPECT_EQ(normalizeOrigin("stunner-cds:13478"), "http://stunner-cds:13478");
+  EXPECT_EQ(normalizeOrigin("ws://cds:13478"), "ws://cds:13478");
+  EXPECT_EQ(normalizeOrigin("/etc/kturn/stunnerd.conf"), "/etc/kturn/stunnerd.conf");
+  EXPECT_EQ(normalizeOrigin("./dir:1/conf"), "./dir:1/conf");
+  EXPECT_EQ(normalizeOrigin("stunnerd.conf"), "stunnerd.conf");
+  EXPECT_EQ(normalizeOrigin("host:"), "host:");
+  EXPECT_EQ(normalizeOrigin("turn:127.0.0.1:3478"), "turn:127.0.0.1:3478");
+  EXPECT_EQ(normalizeOrigin(""), "");
+}
+
 }  // namespace
 }  // namespace kturn::daemon

@@ -1,5 +1,6 @@
 // A minimal blocking TURN client over a real loopback UDP socket, for in-process daemon tests:
-// Binding, Allocate with the long-term credential handshake (401 → retry with NONCE), Refresh.
+// Binding, Allocate with the long-term credential handshake (401 → retry with NONCE), Refresh,
+// CreatePermission and Send indications.
 #pragma once
 
 #include <poll.h>
@@ -7,6 +8,7 @@
 
 #include <chrono>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,8 +62,30 @@ class TurnTestClient {
     return o;
   }
 
+  // CreatePermission for `peer`'s address, after allocate().
+  Outcome createPermission(const TransportAddress& peer) {
+    Outcome o = transact(stun::Method::kCreatePermission, true, {}, peer);
+    if (o.error == 438) o = transact(stun::Method::kCreatePermission, true, {}, peer);
+    return o;
+  }
+
+  // A Send indication relaying `data` to `peer` (RFC 8656 §11.1); nothing answers it.
+  void sendIndication(const TransportAddress& peer, std::span<const uint8_t> data) {
+    stun::TransactionId txid{};
+    txid[0] = static_cast<uint8_t>(++txid_counter_);
+    uint8_t buf[1500];
+    stun::MessageBuilder b(buf, stun::Method::kSend, stun::MessageClass::kIndication, txid);
+    b.addXorAddress(stun::attr::kXorPeerAddress, peer).add(stun::attr::kData, data);
+    b.addFingerprint();
+    const auto bytes = *b.finish();
+    sockaddr_storage ss;
+    const socklen_t len = net::toSockaddr(server_, ss);
+    ::sendto(socket_.fd(), bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&ss), len);
+  }
+
  private:
-  Outcome transact(stun::Method method, bool auth, std::optional<uint32_t> lifetime) {
+  Outcome transact(stun::Method method, bool auth, std::optional<uint32_t> lifetime,
+                   std::optional<TransportAddress> peer = std::nullopt) {
     stun::TransactionId txid{};
     const uint32_t n = ++txid_counter_;
     for (size_t i = 0; i < 4; ++i) txid[i] = static_cast<uint8_t>(n >> (8 * i));
@@ -72,6 +96,7 @@ class TurnTestClient {
       b.add(stun::attr::kRequestedTransport, udp);
     }
     if (lifetime) b.addUint32(stun::attr::kLifetime, *lifetime);
+    if (peer) b.addXorAddress(stun::attr::kXorPeerAddress, *peer);
     if (auth) {
       b.addString(stun::attr::kUsername, username_)
           .addString(stun::attr::kRealm, realm_)

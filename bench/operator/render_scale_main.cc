@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <ctime>
 #include <mutex>
 #include <vector>
 
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
   }
   kturn::op::ConfigPublisher publisher(**cds);
   auto t0 = Clock::now();
-  (void)publisher.publish(result.gateways);
+  (void)publisher.publish(result.gateways, std::time(nullptr));
   std::printf("first publish to CDS (validate + store %zu configs): %.1f ms\n", rendered,
               msSince(t0));
 
@@ -185,7 +186,7 @@ int main(int argc, char** argv) {
     t0 = Clock::now();
     const auto snapshot = kturn::op::ClusterSnapshot::fromObjects(objects);
     result = kturn::op::render(snapshot, options);
-    (void)publisher.publish(result.gateways);
+    (void)publisher.publish(result.gateways, std::time(nullptr));
     rerender.push_back(msSince(t0));
     std::unique_lock lock(mutex);
     if (!arrived.wait_for(lock, std::chrono::seconds(10), [&] {

@@ -1,18 +1,54 @@
 #include "operator/config_publisher.h"
 
+#include <chrono>
 #include <map>
+#include <optional>
+#include <string_view>
 
 #include "config/validator.h"
 
 namespace kturn::op {
+namespace {
 
-ConfigPublisher::Outcome ConfigPublisher::publish(const std::vector<GatewayOutput>& gateways) {
+constexpr std::string_view kPreviousSecret = "previous_secret";
+constexpr std::string_view kPreviousSecretExpiry = "previous_secret_expiry";
+
+// Adds the overlap of a secret rotation to `next` (see the header), given what the Gateway's
+// dataplanes were served before.
+void carryPreviousSecret(config::StunnerConfig& next, const config::StunnerConfig* served,
+                         std::chrono::seconds lifetime, int64_t now_unix) {
+  config::Auth& auth = next.auth;
+  if (auth.authType() != config::AuthType::kEphemeral || !auth.secret()) return;
+  if (auth.previousSecret()) return;  // written by hand in the GatewayConfig: theirs to manage
+  if (served == nullptr || served->auth.authType() != config::AuthType::kEphemeral) return;
+  const std::string secret(*auth.secret());
+  const auto servedSecret = served->auth.secret();
+  if (servedSecret && *servedSecret != secret) {
+    auth.credentials[std::string(kPreviousSecret)] = std::string(*servedSecret);
+    auth.credentials[std::string(kPreviousSecretExpiry)] =
+        std::to_string(now_unix + lifetime.count());
+    return;
+  }
+  const auto previous = served->auth.previousSecret();
+  const auto expiry = served->auth.previousSecretExpiry();
+  if (previous && expiry && *expiry > now_unix && *previous != secret) {
+    auth.credentials[std::string(kPreviousSecret)] = std::string(*previous);
+    auth.credentials[std::string(kPreviousSecretExpiry)] = std::to_string(*expiry);
+  }
+}
+
+}  // namespace
+
+ConfigPublisher::Outcome ConfigPublisher::publish(const std::vector<GatewayOutput>& gateways,
+                                                  int64_t now_unix) {
   Outcome outcome;
   std::map<std::string, config::StunnerConfig> configs;
   for (const GatewayOutput& gw : gateways) {
     if (!gw.config) continue;
     const std::string id = gw.gateway.str();
     config::StunnerConfig candidate = *gw.config;
+    std::optional<config::StunnerConfig> served = server_.get(id);
+    carryPreviousSecret(candidate, served ? &*served : nullptr, gw.credential_lifetime, now_unix);
     Result<void> valid = config::validate(candidate);
     if (valid) {
       configs.emplace(id, std::move(candidate));
@@ -21,9 +57,7 @@ ConfigPublisher::Outcome ConfigPublisher::publish(const std::vector<GatewayOutpu
     ++outcome.rejected;
     outcome.problems.push_back("Gateway " + id + ": rendered config rejected (" +
                                valid.error().message + "); the dataplane keeps its previous one");
-    if (std::optional<config::StunnerConfig> previous = server_.get(id)) {
-      configs.emplace(id, std::move(*previous));
-    }
+    if (served) configs.emplace(id, std::move(*served));
   }
   outcome.served = static_cast<int>(configs.size());
   if (Result<void> updated = server_.update(configs); !updated) {

@@ -3,8 +3,15 @@
 // validated on its own first, and one that fails keeps the Gateway's previous config in place
 // (or none) instead of reaching the dataplane; other Gateways are unaffected. Gateways no
 // longer rendered are removed (their watchers get the zero config, as from STUNner).
+//
+// Secret rotation without failed calls (kturn extension): when a Gateway's ephemeral shared
+// secret changes, the config served next also carries the replaced secret as
+// `previous_secret`, valid until now + the Gateway's credential lifetime, so credentials minted
+// just before the change keep working. Later renders carry it on until that expiry. It lives in
+// the served configs only: an operator restarted during the overlap serves the new secret alone.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,7 +29,8 @@ class ConfigPublisher {
     int rejected = 0;
     std::vector<std::string> problems{};
   };
-  Outcome publish(const std::vector<GatewayOutput>& gateways);
+  // `now_unix`: the wall clock, for the expiry of a replaced secret.
+  Outcome publish(const std::vector<GatewayOutput>& gateways, int64_t now_unix);
 
  private:
   cds::CdsServer& server_;

@@ -1,5 +1,7 @@
 #include "operator/controller.h"
 
+#include <chrono>
+
 #include "common/log.h"
 #include "operator/clock.h"
 #include "operator/cluster_snapshot.h"
@@ -100,7 +102,10 @@ bool Controller::reconcile() {
   const RenderResult result = render(snapshot, renderOptions);
   for (const std::string& problem : result.problems) logger()->warn("render: {}", problem);
 
-  const ConfigPublisher::Outcome published = publisher_.publish(result.gateways);
+  const int64_t nowUnix = std::chrono::duration_cast<std::chrono::seconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  const ConfigPublisher::Outcome published = publisher_.publish(result.gateways, nowUnix);
   for (const std::string& problem : published.problems) logger()->error("{}", problem);
 
   bool ok = true;

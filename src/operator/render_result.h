@@ -2,6 +2,7 @@
 // every object the controller is responsible for.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,12 @@ struct GatewayOutput {
   std::optional<config::StunnerConfig> config{};
   std::optional<k8s::Object> deployment;  // a Deployment, or a DaemonSet if the Dataplane says so
   std::optional<k8s::Object> service;     // nullopt: no listener can be exposed
+  // How long an ephemeral credential minted for this Gateway may stay valid (the GatewayConfig's
+  // authLifetime, default one day, as STUNner's auth service mints): when the shared secret
+  // changes, the replaced one keeps validating this long (ConfigPublisher).
+  std::chrono::seconds credential_lifetime{kDefaultCredentialLifetime};
+
+  static constexpr std::chrono::seconds kDefaultCredentialLifetime{86400};
 };
 
 // A status subresource update: the object's identity and its whole new `status`.

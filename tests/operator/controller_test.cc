@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 
 #include "k8s/api_client.h"
@@ -68,6 +69,8 @@ config::StunnerConfig configWithEndpoint(const std::string& endpoint) {
   };
 }
 
+constexpr int64_t kNow = 1'800'000'000;
+
 TEST(ConfigPublisher, AnInvalidConfigNeverReachesTheDataplane) {
   auto cds = cds::CdsServer::start({.address = "127.0.0.1", .port = 0});
   ASSERT_TRUE(cds) << cds.error().message;
@@ -77,14 +80,14 @@ TEST(ConfigPublisher, AnInvalidConfigNeverReachesTheDataplane) {
   out[0].config = configWithEndpoint("10.0.0.1");
   out[1].gateway = {"ns", "b"};
   out[1].config = configWithEndpoint("10.0.0.2");
-  auto first = publisher.publish(out);
+  auto first = publisher.publish(out, kNow);
   EXPECT_EQ(first.served, 2);
   EXPECT_EQ(first.rejected, 0);
   EXPECT_EQ((*cds)->get("ns/a")->listeners[0].address, "$STUNNER_ADDR");  // served as written
 
   out[0].config = configWithEndpoint("10.0.0.300");  // invalid: a keeps its previous config
   out[1].config = configWithEndpoint("10.0.0.3");    // b is unaffected
-  auto second = publisher.publish(out);
+  auto second = publisher.publish(out, kNow);
   EXPECT_EQ(second.rejected, 1);
   ASSERT_EQ(second.problems.size(), 1u);
   EXPECT_NE(second.problems[0].find("Gateway ns/a"), std::string::npos) << second.problems[0];
@@ -92,8 +95,67 @@ TEST(ConfigPublisher, AnInvalidConfigNeverReachesTheDataplane) {
   EXPECT_EQ((*cds)->get("ns/b")->clusters[0].endpoints, std::vector<std::string>{"10.0.0.3"});
 
   out.erase(out.begin() + 1);  // Gateway b gone: its config is removed
-  (void)publisher.publish(out);
+  (void)publisher.publish(out, kNow);
   EXPECT_FALSE((*cds)->get("ns/b"));
+}
+
+config::StunnerConfig ephemeral(const std::string& secret) {
+  config::StunnerConfig c = configWithEndpoint("10.0.0.1");
+  c.auth = {.type = "ephemeral", .credentials = {{"secret", secret}}};
+  return c;
+}
+
+// Secret rotation on an operator-managed Gateway: the replaced secret keeps validating for the
+// Gateway's credential lifetime, so credentials minted just before the change still work.
+TEST(ConfigPublisher, AChangedSecretKeepsThePreviousOneForTheCredentialLifetime) {
+  auto cds = cds::CdsServer::start({.address = "127.0.0.1", .port = 0});
+  ASSERT_TRUE(cds) << cds.error().message;
+  ConfigPublisher publisher(**cds);
+  std::vector<GatewayOutput> out(1);
+  out[0].gateway = {"ns", "a"};
+  out[0].credential_lifetime = std::chrono::seconds(3600);
+  out[0].config = ephemeral("old");
+  (void)publisher.publish(out, kNow);
+  EXPECT_FALSE((*cds)->get("ns/a")->auth.previousSecret()) << "nothing was replaced yet";
+
+  out[0].config = ephemeral("new");
+  (void)publisher.publish(out, kNow + 10);
+  config::Auth served = (*cds)->get("ns/a")->auth;
+  EXPECT_EQ(served.secret(), "new");
+  EXPECT_EQ(served.previousSecret(), "old");
+  EXPECT_EQ(served.previousSecretExpiry(), kNow + 10 + 3600);
+
+  // Renders in between (an endpoint moved) carry it on, with the same expiry.
+  out[0].config->clusters[0].endpoints = {"10.0.0.2"};
+  (void)publisher.publish(out, kNow + 600);
+  served = (*cds)->get("ns/a")->auth;
+  EXPECT_EQ(served.previousSecret(), "old");
+  EXPECT_EQ(served.previousSecretExpiry(), kNow + 10 + 3600);
+
+  // Past the expiry it is dropped.
+  (void)publisher.publish(out, kNow + 10 + 3600);
+  EXPECT_FALSE((*cds)->get("ns/a")->auth.previousSecret());
+}
+
+TEST(ConfigPublisher, OnlyEphemeralSecretsOverlap) {
+  auto cds = cds::CdsServer::start({.address = "127.0.0.1", .port = 0});
+  ASSERT_TRUE(cds) << cds.error().message;
+  ConfigPublisher publisher(**cds);
+  std::vector<GatewayOutput> out(1);
+  out[0].gateway = {"ns", "a"};
+  out[0].config = configWithEndpoint("10.0.0.1");  // static u/p
+  (void)publisher.publish(out, kNow);
+  out[0].config->auth.credentials["password"] = "p2";
+  (void)publisher.publish(out, kNow + 1);
+  EXPECT_FALSE((*cds)->get("ns/a")->auth.previousSecret());
+  // From static to ephemeral: there was no secret to keep.
+  out[0].config = ephemeral("s");
+  (void)publisher.publish(out, kNow + 2);
+  EXPECT_FALSE((*cds)->get("ns/a")->auth.previousSecret());
+  // The default lifetime is a day.
+  out[0].config = ephemeral("s2");
+  (void)publisher.publish(out, kNow + 3);
+  EXPECT_EQ((*cds)->get("ns/a")->auth.previousSecretExpiry(), kNow + 3 + 86400);
 }
 
 class ControllerTest : public ::testing::Test {

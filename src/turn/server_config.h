@@ -84,6 +84,9 @@ struct ServerConfig {
   // ephemeral credentials is not split out: each REST username is its own user, as in coturn).
   uint32_t max_allocations_per_user = 0;
   uint32_t max_allocations = 0;  // in this Server (one worker's share)
+  // Allocations per client source IP address (every port and transport) in this Server: one
+  // worker's share of admin.limits.source_quota, 0 = unlimited. Over it Allocate gets 486.
+  uint32_t max_allocations_per_source = 0;
   // Byte-rate caps per direction, 0 = none: each allocation, and each listener in this Server
   // (one worker's share of the listener's cap). Datagrams over the cap are dropped and counted.
   uint64_t allocation_bytes_per_second = 0;

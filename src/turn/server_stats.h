@@ -20,6 +20,7 @@ namespace kturn::turn {
   X(allocations_closed, "allocations ended because their listener was removed")              \
   X(allocations_disconnected, "allocations ended because their TCP/TLS connection closed")   \
   X(allocations_rejected_quota, "Allocate refused with 486 (per-user quota)")                \
+  X(allocations_rejected_source_quota, "Allocate refused with 486 (per-source quota)")       \
   X(allocations_rejected_capacity, "Allocate refused with 508 (no relay port or limit)")     \
   X(auth_missing, "TURN requests without MESSAGE-INTEGRITY (401 challenge)")                 \
   X(auth_bad_integrity, "requests with a wrong MESSAGE-INTEGRITY")                           \

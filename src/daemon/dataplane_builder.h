@@ -19,7 +19,7 @@ using DnsCache = std::map<std::string, std::vector<IpAddress>>;
 class DataplaneBuilder {
  public:
   // `workers`: how many TURN cores share the process-wide limits (admin.limits): each gets its
-  // share of max_allocations and listener_kbps.
+  // share of max_allocations, source_quota, listener_kbps and max_connections.
   explicit DataplaneBuilder(size_t workers = 1) : workers_(std::max<size_t>(1, workers)) {}
 
   // `config` must have passed config::validate().

@@ -83,6 +83,15 @@ inline uint64_t hashBytes(const void* data, size_t n, uint64_t seed) {
   return h;
 }
 
+inline uint64_t hashValue(const IpAddress& ip, uint64_t seed = 0) {
+  uint8_t buf[17];
+  buf[0] = static_cast<uint8_t>(ip.family());
+  const auto b = ip.bytes();
+  std::memset(buf + 1, 0, 16);
+  std::memcpy(buf + 1, b.data(), b.size());
+  return hashBytes(buf, sizeof buf, seed);
+}
+
 inline uint64_t hashValue(const TransportAddress& a, uint64_t seed = 0) {
   uint8_t buf[19];
   buf[0] = static_cast<uint8_t>(a.ip.family());
@@ -95,6 +104,11 @@ inline uint64_t hashValue(const TransportAddress& a, uint64_t seed = 0) {
 }
 
 }  // namespace kturn
+
+template <>
+struct std::hash<kturn::IpAddress> {
+  size_t operator()(const kturn::IpAddress& ip) const { return kturn::hashValue(ip); }
+};
 
 template <>
 struct std::hash<kturn::TransportAddress> {

@@ -31,8 +31,17 @@ inline constexpr std::string_view kAllocationMismatch = "allocation_mismatch";  
 inline constexpr std::string_view kFamilyNotSupported = "family_not_supported";     // 440
 inline constexpr std::string_view kUnsupportedTransport = "unsupported_transport";  // 442
 inline constexpr std::string_view kQuotaReached = "quota_reached";                  // 486
+// 486 too, but for admin.limits.source_quota rather than the per-user admin.user_quota.
+inline constexpr std::string_view kSourceQuotaReached = "source_quota_reached";     // 486
 inline constexpr std::string_view kInsufficientCapacity = "insufficient_capacity";  // 508
 }  // namespace reject_reason
+
+// reason values of kPermissionsRejectedTotal: the allocation's limit that a CreatePermission or
+// ChannelBind would have exceeded (both answered 508).
+namespace capacity_reason {
+inline constexpr std::string_view kPermissionLimit = "permission_limit";  // max_permissions
+inline constexpr std::string_view kChannelLimit = "channel_limit";        // max_channels
+}  // namespace capacity_reason
 
 // reason values of kAuthFailuresTotal. The first, credential-less request of every client
 // (answered 401 with a nonce, RFC 8489 §9.2) is the normal handshake and is not a failure.
@@ -112,6 +121,15 @@ inline constexpr MetricSpec kAllocationsRejectedTotal{
     .label_names = kListenerReason,
 };
 
+inline constexpr MetricSpec kPermissionsRejectedTotal{
+    .name = "kturn_permissions_rejected_total",
+    .help =
+        "Number of CreatePermission and ChannelBind requests refused with 508 because the "
+        "allocation holds its limit of permissions or channels, by reason",
+    .type = MetricType::kCounter,
+    .label_names = kListenerReason,
+};
+
 inline constexpr MetricSpec kAuthFailuresTotal{
     .name = "kturn_auth_failures_total",
     .help = "Number of requests that failed authentication, by reason",
@@ -159,12 +177,11 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 10> kAllSeries{
-    &kAllocationsCreatedTotal, &kAllocationsExpiredTotal,
-    &kAllocationsEndedTotal,   &kAllocationsRejectedTotal,
-    &kAuthFailuresTotal,       &kRelayedBytesTotal,
-    &kRelayedPacketsTotal,     &kDropsTotal,
-    &kConnectionsClosedTotal,  &kRequestDurationSeconds,
+inline constexpr std::array<const MetricSpec*, 11> kAllSeries{
+    &kAllocationsCreatedTotal,  &kAllocationsExpiredTotal,  &kAllocationsEndedTotal,
+    &kAllocationsRejectedTotal, &kPermissionsRejectedTotal, &kAuthFailuresTotal,
+    &kRelayedBytesTotal,        &kRelayedPacketsTotal,      &kDropsTotal,
+    &kConnectionsClosedTotal,   &kRequestDurationSeconds,
 };
 
 }  // namespace kturn::admin::kturn_series

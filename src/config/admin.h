@@ -18,7 +18,7 @@ struct LicenseConfig {
 
 // Quotas and abuse limits: a kturn extension (STUNner has none of these). Absent in STUNner
 // configs, and then the defaults below apply. 0 means unlimited (or, for auth_failures, no
-// throttle).
+// throttle), except where noted.
 struct Limits {
   int max_allocations = 0;       // allocations held by this kturnd; more are refused with 508
   int allocation_kbps = 0;       // per allocation and direction; excess datagrams are dropped
@@ -31,6 +31,13 @@ struct Limits {
   int max_connections = 0;
   int idle_timeout = 30;       // seconds a connection or session without allocation may idle
   int handshake_timeout = 10;  // seconds a TLS/DTLS handshake may take
+  // Allocations per client source IP address, all workers together (each enforces its share);
+  // 0 = unlimited, the default, since many clients may share one NAT address. Over it: 486.
+  int source_quota = 0;
+  // Per allocation, 1-1024 (no "0 = unlimited": relayed packets scan these lists, so they stay
+  // bounded); a CreatePermission or ChannelBind that would add one more gets 508.
+  int max_permissions = 64;
+  int max_channels = 64;
 
   friend bool operator==(const Limits&, const Limits&) = default;
 };

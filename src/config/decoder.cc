@@ -187,6 +187,9 @@ Result<void> readLimits(const Json& v, const Path& path, std::optional<Limits>& 
       field("max_connections", readInt, limits.max_connections),
       field("idle_timeout", readInt, limits.idle_timeout),
       field("handshake_timeout", readInt, limits.handshake_timeout),
+      field("source_quota", readInt, limits.source_quota),
+      field("max_permissions", readInt, limits.max_permissions),
+      field("max_channels", readInt, limits.max_channels),
   };
   if (auto r = readObject(v, path, fields); !r) return r;
   out = limits;

@@ -41,7 +41,10 @@ Json adminJson(const Admin& a) {
                          {"nonce_lifetime", l.nonce_lifetime},
                          {"max_connections", l.max_connections},
                          {"idle_timeout", l.idle_timeout},
-                         {"handshake_timeout", l.handshake_timeout}};
+                         {"handshake_timeout", l.handshake_timeout},
+                         {"source_quota", l.source_quota},
+                         {"max_permissions", l.max_permissions},
+                         {"max_channels", l.max_channels}};
   }
   return out;
 }

@@ -11,6 +11,9 @@
 namespace kturn::config {
 namespace {
 
+// Upper bound of admin.limits.max_permissions and max_channels.
+constexpr int kMaxPerAllocation = 1024;
+
 Error invalid(const std::string& path, std::string message) {
   return makeError(Error::Code::kInvalidArgument, path + ": " + std::move(message));
 }
@@ -65,7 +68,8 @@ Result<void> validateAdmin(Admin& a) {
                                       {"allocation_kbps", l.allocation_kbps},
                                       {"listener_kbps", l.listener_kbps},
                                       {"auth_failures", l.auth_failures},
-                                      {"max_connections", l.max_connections}}) {
+                                      {"max_connections", l.max_connections},
+                                      {"source_quota", l.source_quota}}) {
       if (value < 0) {
         return invalid(std::string("admin.limits.") + name,
                        "must not be negative (0: unlimited), got " + std::to_string(value));
@@ -87,6 +91,16 @@ Result<void> validateAdmin(Admin& a) {
     if (l.handshake_timeout < 1 || l.handshake_timeout > 300) {
       return invalid("admin.limits.handshake_timeout",
                      "want 1-300 seconds, got " + std::to_string(l.handshake_timeout));
+    }
+    // Both are scanned per relayed packet (an allocation's permissions and channels are short
+    // lists), hence the upper bound; 0 would make the allocation useless, hence the lower one.
+    for (const auto& [name, value] :
+         {std::pair{"max_permissions", l.max_permissions}, {"max_channels", l.max_channels}}) {
+      if (value < 1 || value > kMaxPerAllocation) {
+        return invalid(
+            std::string("admin.limits.") + name,
+            "must be 1-" + std::to_string(kMaxPerAllocation) + ", got " + std::to_string(value));
+      }
     }
   }
 

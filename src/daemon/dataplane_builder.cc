@@ -83,6 +83,13 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   // A share per worker, rounded up so that a small limit still admits something everywhere.
   const auto share = [this](uint64_t total) { return (total + workers_ - 1) / workers_; };
   turn_config->max_allocations = static_cast<uint32_t>(share(limits.max_allocations));
+  // Each worker counts only its own allocations, and the kernel spreads a source's 5-tuples over
+  // the workers (SO_REUSEPORT hashes ports too), so the quota is split like max_allocations: a
+  // source holds at most share x workers (the quota, rounded up to a multiple of the workers).
+  turn_config->max_allocations_per_source = static_cast<uint32_t>(share(limits.source_quota));
+  // Per allocation, and an allocation lives on one worker: not shared.
+  turn_config->max_permissions_per_allocation = static_cast<uint32_t>(limits.max_permissions);
+  turn_config->max_channels_per_allocation = static_cast<uint32_t>(limits.max_channels);
   turn_config->allocation_bytes_per_second = uint64_t(limits.allocation_kbps) * 1000 / 8;
   turn_config->listener_bytes_per_second = share(uint64_t(limits.listener_kbps) * 1000 / 8);
   turn_config->auth_failures_per_window = static_cast<uint32_t>(limits.auth_failures);

@@ -21,7 +21,7 @@ using DnsCache = std::map<std::string, std::vector<IpAddress>>;
 class DataplaneBuilder {
  public:
   // `workers`: how many TURN cores share the process-wide limits (admin.limits): each gets its
-  // share of max_allocations and listener_kbps.
+  // share of max_allocations, source_quota, listener_kbps and max_connections.
   explicit DataplaneBuilder(size_t workers = 1) : workers_(std::max<size_t>(1, workers)) {}
 
   // Where the host's interface addresses come from (getifaddrs by default); tests inject theirs.

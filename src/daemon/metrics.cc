@@ -45,6 +45,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   auto expired = admin::familyOf(ks::kAllocationsExpiredTotal);
   auto ended = admin::familyOf(ks::kAllocationsEndedTotal);
   auto rejected = admin::familyOf(ks::kAllocationsRejectedTotal);
+  auto permissions_rejected = admin::familyOf(ks::kPermissionsRejectedTotal);
   auto auth = admin::familyOf(ks::kAuthFailuresTotal);
   auto relayed_packets = admin::familyOf(ks::kRelayedPacketsTotal);
   auto relayed_bytes = admin::familyOf(ks::kRelayedBytesTotal);
@@ -86,11 +87,19 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     }
     rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kQuotaReached),
                                 static_cast<double>(s.allocations_rejected_quota)});
+    rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kSourceQuotaReached),
+                                static_cast<double>(s.allocations_rejected_source_quota)});
     rejected.samples.push_back(
         {listener(ks::kLabelReason, ks::reject_reason::kInsufficientCapacity),
          static_cast<double>(s.allocations_rejected_capacity)});
     rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kForbidden),
                                 static_cast<double>(s.permission_denied)});
+    permissions_rejected.samples.push_back(
+        {listener(ks::kLabelReason, ks::capacity_reason::kPermissionLimit),
+         static_cast<double>(s.permissions_rejected_capacity)});
+    permissions_rejected.samples.push_back(
+        {listener(ks::kLabelReason, ks::capacity_reason::kChannelLimit),
+         static_cast<double>(s.channels_rejected_capacity)});
     auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kUnknownUser),
                             static_cast<double>(s.auth_unknown_user)});
     auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kBadIntegrity),
@@ -161,8 +170,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     durations.histograms.push_back(std::move(h));
   }
   for (auto* f : {&connections, &connections_total, &packets, &bytes, &cluster_packets,
-                  &cluster_bytes, &created, &expired, &ended, &rejected, &auth, &relayed_packets,
-                  &relayed_bytes, &drops, &closed, &durations}) {
+                  &cluster_bytes, &created, &expired, &ended, &rejected, &permissions_rejected,
+                  &auth, &relayed_packets, &relayed_bytes, &drops, &closed, &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

@@ -25,6 +25,16 @@ ChannelBinding* Allocation::findChannel(const TransportAddress& peer) {
   return nullptr;
 }
 
+size_t Allocation::activePermissions(MonoTime now) const {
+  return std::count_if(permissions.begin(), permissions.end(),
+                       [now](const Permission& p) { return p.expires > now; });
+}
+
+size_t Allocation::activeChannels(MonoTime now) const {
+  return std::count_if(channels.begin(), channels.end(),
+                       [now](const ChannelBinding& c) { return c.expires > now; });
+}
+
 MonoTime Allocation::sweep(MonoTime now) {
   std::erase_if(permissions, [now](const Permission& p) { return p.expires <= now; });
   std::erase_if(channels, [now](const ChannelBinding& c) { return c.expires <= now; });

@@ -75,6 +75,10 @@ struct Allocation {
   Permission* findPermission(const IpAddress& ip);
   ChannelBinding* findChannel(uint16_t number);
   ChannelBinding* findChannel(const TransportAddress& peer);
+  // Unexpired permissions and channels: what admin.limits.max_permissions / max_channels count.
+  // Expired ones linger until the allocation's next sweep (at most a second), and do not count.
+  size_t activePermissions(MonoTime now) const;
+  size_t activeChannels(MonoTime now) const;
 
   // Drops expired permissions and channels; returns the earliest remaining deadline including
   // the allocation's own expiry.

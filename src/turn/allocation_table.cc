@@ -17,6 +17,7 @@ Allocation& AllocationTable::create(const FiveTuple& five_tuple) {
   slot.allocation->id = AllocationId{index, slot.generation};
   slot.allocation->five_tuple = five_tuple;
   by_tuple_[five_tuple] = index;
+  ++per_source_[five_tuple.client.ip];
   return *slot.allocation;
 }
 
@@ -24,6 +25,10 @@ void AllocationTable::erase(AllocationId id) {
   Allocation* a = find(id);
   if (a == nullptr) return;
   by_tuple_.erase(a->five_tuple);
+  if (const auto it = per_source_.find(a->five_tuple.client.ip);
+      it != per_source_.end() && --it->second == 0) {
+    per_source_.erase(it);
+  }
   slots_[id.index].allocation.reset();
   free_.push_back(id.index);
 }
@@ -43,6 +48,11 @@ Allocation* AllocationTable::find(const FiveTuple& five_tuple) {
 uint32_t AllocationTable::userCount(const std::string& username) const {
   const auto it = per_user_.find(username);
   return it == per_user_.end() ? 0 : it->second;
+}
+
+uint32_t AllocationTable::sourceCount(const IpAddress& source) const {
+  const auto it = per_source_.find(source);
+  return it == per_source_.end() ? 0 : it->second;
 }
 
 void AllocationTable::addUser(const std::string& username) { ++per_user_[username]; }

@@ -27,6 +27,9 @@ class AllocationTable {
   Allocation* find(const FiveTuple& five_tuple);
 
   size_t size() const { return by_tuple_.size(); }
+  // Allocations per client source IP address (all ports and transports), kept by create() and
+  // erase() themselves: only Allocate and an allocation's end touch it, never a relayed packet.
+  uint32_t sourceCount(const IpAddress& source) const;
   // Allocations per username, maintained by create()/erase() callers through these two.
   uint32_t userCount(const std::string& username) const;
   void addUser(const std::string& username);
@@ -48,6 +51,7 @@ class AllocationTable {
   std::vector<uint32_t> free_;
   std::unordered_map<FiveTuple, uint32_t> by_tuple_;
   std::unordered_map<std::string, uint32_t> per_user_;
+  std::unordered_map<IpAddress, uint32_t> per_source_;  // only sources that hold allocations
 };
 
 }  // namespace kturn::turn

@@ -84,6 +84,13 @@ struct ServerConfig {
   // ephemeral credentials is not split out: each REST username is its own user, as in coturn).
   uint32_t max_allocations_per_user = 0;
   uint32_t max_allocations = 0;  // in this Server (one worker's share)
+  // Allocations per client source IP address (every port and transport) in this Server: one
+  // worker's share of admin.limits.source_quota, 0 = unlimited. Over it Allocate gets 486.
+  uint32_t max_allocations_per_source = 0;
+  // Unexpired permissions (RFC 8656 §9) and channel bindings (§12) one allocation may hold; a
+  // CreatePermission or ChannelBind that would add one more gets 508. Refreshes always pass.
+  uint32_t max_permissions_per_allocation = 64;
+  uint32_t max_channels_per_allocation = 64;
   // Byte-rate caps per direction, 0 = none: each allocation, and each listener in this Server
   // (one worker's share of the listener's cap). Datagrams over the cap are dropped and counted.
   uint64_t allocation_bytes_per_second = 0;

@@ -20,6 +20,7 @@ namespace kturn::turn {
   X(allocations_closed, "allocations ended because their listener was removed")              \
   X(allocations_disconnected, "allocations ended because their TCP/TLS connection closed")   \
   X(allocations_rejected_quota, "Allocate refused with 486 (per-user quota)")                \
+  X(allocations_rejected_source_quota, "Allocate refused with 486 (per-source quota)")       \
   X(allocations_rejected_capacity, "Allocate refused with 508 (no relay port or limit)")     \
   X(auth_missing, "TURN requests without MESSAGE-INTEGRITY (401 challenge)")                 \
   X(auth_bad_integrity, "requests with a wrong MESSAGE-INTEGRITY")                           \
@@ -28,6 +29,8 @@ namespace kturn::turn {
   X(auth_stale_nonce, "requests answered 438 Stale Nonce")                                   \
   X(auth_throttled, "requests dropped: too many failed authentications from the source")     \
   X(permission_denied, "CreatePermission/ChannelBind refused with 403 (peer not routed)")    \
+  X(permissions_rejected_capacity, "CreatePermission/ChannelBind refused with 508 (limit)")  \
+  X(channels_rejected_capacity, "ChannelBind refused with 508 (channel limit)")              \
   X(client_packets_relayed, "packets relayed client to peer")                                \
   X(client_bytes_relayed, "payload bytes relayed client to peer")                            \
   X(peer_packets_relayed, "packets relayed peer to client")                                  \

@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <vector>
 
 #include "daemon/daemon.h"
 #include "daemon_fixture.h"
@@ -181,6 +183,33 @@ TEST_F(DaemonReconfigTest, ConnectionLimitsApplyToRunningListeners) {
   pollfd p{again, POLLIN, 0};
   EXPECT_EQ(::poll(&p, 1, 300), 0) << "a connection under the default cap was closed";
   ::close(again);
+}
+
+TEST_F(DaemonReconfigTest, SourceQuotaAppliesLiveAndIsSharedAmongWorkers) {
+  // Every client here is 127.0.0.1. Quota 2 over 2 workers is 1 per worker, so of 8 clients
+  // (their ports spread over the workers by the kernel) one or two get an allocation, never more.
+  writeConfig({{"a", port_a_}}, "TURN-UDP", "{source_quota: 2}");
+  ASSERT_TRUE(daemon_->reload());
+  std::vector<std::unique_ptr<TurnTestClient>> clients;
+  int allocated = 0;
+  int refused = 0;
+  for (int i = 0; i < 8; ++i) {
+    clients.push_back(std::make_unique<TurnTestClient>(loopback(port_a_), "u", "p"));
+    const auto outcome = clients.back()->allocate();
+    if (outcome.success) ++allocated;
+    if (outcome.error == 486) ++refused;
+  }
+  EXPECT_GE(allocated, 1);
+  EXPECT_LE(allocated, 2);
+  EXPECT_EQ(allocated + refused, 8);
+
+  writeConfig({{"a", port_a_}});  // back to the default: unlimited
+  ASSERT_TRUE(daemon_->reload());
+  int allocated_after = 0;
+  for (auto& c : clients) {
+    if (c->allocate().success) ++allocated_after;  // 437 for those that already hold one
+  }
+  EXPECT_EQ(allocated_after, refused);
 }
 
 TEST_F(DaemonReconfigTest, AnInvalidConfigNamesTheFieldAndChangesNothing) {

@@ -188,5 +188,30 @@ auth: {type: static, credentials: {username: u, password: p}}
   EXPECT_EQ((*defaults)->connections, ConnectionLimits{});  // 8192 per worker, 30 s, 10 s
 }
 
+TEST(DataplaneBuilder, SourceQuotaIsSharedAmongWorkersPerAllocationLimitsAreNot) {
+  const char* config = R"(
+version: v1
+admin: {name: t, limits: {source_quota: 10, max_permissions: 16, max_channels: 8}}
+auth: {type: static, credentials: {username: u, password: p}}
+)";
+  auto four = DataplaneBuilder(/*workers=*/4).build(parse(config), {});
+  ASSERT_TRUE(four) << four.error().message;
+  // A source's 5-tuples spread over the workers, each counting its own: 10 / 4, rounded up, so
+  // the source holds at most 12 in all.
+  EXPECT_EQ((*four)->turn->max_allocations_per_source, 3u);
+  EXPECT_EQ((*four)->turn->max_permissions_per_allocation, 16u);  // an allocation: one worker
+  EXPECT_EQ((*four)->turn->max_channels_per_allocation, 8u);
+
+  auto one = DataplaneBuilder(/*workers=*/1).build(parse(config), {});
+  ASSERT_TRUE(one) << one.error().message;
+  EXPECT_EQ((*one)->turn->max_allocations_per_source, 10u);
+
+  auto defaults = DataplaneBuilder(/*workers=*/4).build(parse(kConfig), {});
+  ASSERT_TRUE(defaults) << defaults.error().message;
+  EXPECT_EQ((*defaults)->turn->max_allocations_per_source, 0u);  // unlimited
+  EXPECT_EQ((*defaults)->turn->max_permissions_per_allocation, 64u);
+  EXPECT_EQ((*defaults)->turn->max_channels_per_allocation, 64u);
+}
+
 }  // namespace
 }  // namespace kturn::daemon

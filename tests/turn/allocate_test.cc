@@ -132,6 +132,97 @@ TEST_F(TurnTest, PerUserQuotaIs486) {
   EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
 }
 
+// admin.limits.source_quota: allocations per client source IP address, every port counted.
+class SourceQuotaTest : public TurnTest {
+ protected:
+  void withSourceQuota(uint32_t quota) {
+    ServerConfig c = staticConfig();
+    c.max_allocations_per_source = quota;
+    reset(c);
+  }
+  // Switches the simulated client to another source transport address (a new 5-tuple; its
+  // nonce is bound to the address, so the next request fetches a fresh one).
+  void from(const char* client) {
+    tuple_.client = addr(client);
+    nonce_.clear();
+  }
+};
+
+TEST_F(SourceQuotaTest, QuotaIs486WhileAnotherSourceStillAllocates) {
+  withSourceQuota(2);
+  from("192.0.2.10:40000");
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  from("192.0.2.10:40001");
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  from("192.0.2.10:40002");
+  EXPECT_EQ(allocate().errorCode(), 486);
+  EXPECT_EQ(server_->stats().allocations_rejected_source_quota, 1u);
+  EXPECT_EQ(server_->stats().allocations_rejected_quota, 0u);  // not the per-user quota
+  EXPECT_EQ(relays_.requests.size(), 2u);                      // refused before any relay port
+  // Another address, same username and even the same port: its own quota.
+  from("192.0.2.11:40002");
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  from("[2001:db8::10]:40002");
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(server_->allocationCount(), 4u);
+}
+
+TEST_F(SourceQuotaTest, FreedAllocationFreesTheSlot) {
+  withSourceQuota(1);
+  from("192.0.2.10:40000");
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  from("192.0.2.10:40001");
+  ASSERT_EQ(allocate().errorCode(), 486);
+  // Deleted by Refresh with lifetime 0.
+  from("192.0.2.10:40000");
+  ASSERT_EQ(refresh(0).cls(), stun::MessageClass::kSuccessResponse);
+  from("192.0.2.10:40001");
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  // Expired at its lifetime (600 s).
+  from("192.0.2.10:40002");
+  ASSERT_EQ(allocate().errorCode(), 486);
+  advance(Seconds(601));
+  ASSERT_EQ(server_->allocationCount(), 0u);
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(server_->stats().allocations_rejected_source_quota, 2u);
+}
+
+TEST_F(SourceQuotaTest, AllocateThatFindsNoRelayPortLeavesTheSlotFree) {
+  withSourceQuota(1);
+  relays_.exhausted = true;
+  ASSERT_EQ(allocate().errorCode(), 508);
+  relays_.exhausted = false;
+  from("192.0.2.10:40001");
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+}
+
+TEST_F(SourceQuotaTest, ZeroIsUnlimited) {
+  withSourceQuota(0);
+  for (uint16_t port = 40000; port < 40100; ++port) {
+    tuple_.client.port = port;
+    nonce_.clear();
+    ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse) << port;
+  }
+  EXPECT_EQ(server_->allocationCount(), 100u);
+  EXPECT_EQ(server_->stats().allocations_rejected_source_quota, 0u);
+}
+
+TEST_F(SourceQuotaTest, LoweredOnReloadRefusesNewAllocationsAndEndsNone) {
+  withSourceQuota(0);
+  for (const char* client : {"192.0.2.10:40000", "192.0.2.10:40001", "192.0.2.10:40002"}) {
+    from(client);
+    ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  }
+  ServerConfig c = staticConfig();
+  c.max_allocations_per_source = 2;
+  applyConfig(c);
+  EXPECT_EQ(server_->allocationCount(), 3u);
+  from("192.0.2.10:40003");
+  EXPECT_EQ(allocate().errorCode(), 486);
+  from("192.0.2.10:40000");  // an allocation over the new quota still refreshes
+  EXPECT_EQ(refresh(600).cls(), stun::MessageClass::kSuccessResponse);
+}
+
 TEST_F(TurnTest, NoRelayPortIs508) {
   relays_.exhausted = true;
   EXPECT_EQ(allocate().errorCode(), 508);

@@ -97,6 +97,13 @@ void Server::handleAllocate(Request& req) {
     ++cur_->allocations_rejected_quota;
     return respondError(req, stun::error::kAllocationQuotaReached);
   }
+  // RFC 8656 §21.3.1: one source address (a host, or every client behind one NAT) cannot hold
+  // the whole relay port range. 486 like the per-user quota, since the client is over its quota.
+  if (cfg.max_allocations_per_source != 0 &&
+      allocations_.sourceCount(req.five_tuple.client.ip) >= cfg.max_allocations_per_source) {
+    ++cur_->allocations_rejected_source_quota;
+    return respondError(req, stun::error::kAllocationQuotaReached);
+  }
   if (cfg.max_allocations != 0 && allocations_.size() >= cfg.max_allocations) {
     ++cur_->allocations_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);

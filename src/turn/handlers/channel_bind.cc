@@ -37,6 +37,21 @@ void Server::handleChannelBind(Request& req) {
     return respondError(req, stun::error::kForbidden);
   }
 
+  // A binding or permission this request would add, beyond the allocation's limits, is refused
+  // with 508 before anything is installed; rebinding (a refresh) always passes.
+  const MonoTime now = req.now.mono;
+  if ((by_number == nullptr || by_number->expires <= now) &&
+      a->activeChannels(now) >= config_->max_channels_per_allocation) {
+    ++cur_->channels_rejected_capacity;
+    return respondError(req, stun::error::kInsufficientCapacity);
+  }
+  const Permission* permission = a->findPermission(peer->ip);
+  if ((permission == nullptr || permission->expires <= now) &&
+      a->activePermissions(now) >= config_->max_permissions_per_allocation) {
+    ++cur_->permissions_rejected_capacity;
+    return respondError(req, stun::error::kInsufficientCapacity);
+  }
+
   const MonoTime channel_expires = req.now.mono + config_->lifetimes.channel;
   if (by_number != nullptr) {
     by_number->expires = channel_expires;

@@ -1,0 +1,54 @@
+// buildMetrics: the workers' counters reach the Prometheus series docs/metrics.md describes,
+// under the listener's name and the documented reason labels.
+#include "daemon/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+namespace kturn::daemon {
+namespace {
+
+constexpr turn::ListenerId kListener = 3;
+
+// The value of `family`{listener="udp", reason=`reason`}, if that sample exists.
+std::optional<double> sample(const std::vector<admin::MetricFamily>& families,
+                             std::string_view family, std::string_view reason) {
+  for (const admin::MetricFamily& f : families) {
+    if (f.name != family) continue;
+    for (const admin::Sample& s : f.samples) {
+      if (s.labels == admin::Labels{{"listener", "udp"}, {"reason", std::string(reason)}}) {
+        return s.value;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+TEST(MetricsTest, LimitRefusalsAreExportedByReason) {
+  Dataplane dataplane;
+  ListenerSpec listener;
+  listener.id = kListener;
+  listener.name = "udp";
+  dataplane.listeners.push_back(listener);
+  dataplane.turn = std::make_shared<const turn::ServerConfig>();
+  WorkerStats stats;
+  stats.turn_by_listener.resize(kListener + 1);
+  turn::ServerStats& s = stats.turn_by_listener[kListener];
+  s.allocations_rejected_quota = 1;
+  s.allocations_rejected_source_quota = 2;
+  s.allocations_rejected_capacity = 3;
+  s.permissions_rejected_capacity = 4;
+  s.channels_rejected_capacity = 5;
+
+  const auto families = buildMetrics(stats, dataplane);
+  EXPECT_EQ(sample(families, "kturn_allocations_rejected_total", "quota_reached"), 1);
+  EXPECT_EQ(sample(families, "kturn_allocations_rejected_total", "source_quota_reached"), 2);
+  EXPECT_EQ(sample(families, "kturn_allocations_rejected_total", "insufficient_capacity"), 3);
+  EXPECT_EQ(sample(families, "kturn_permissions_rejected_total", "permission_limit"), 4);
+  EXPECT_EQ(sample(families, "kturn_permissions_rejected_total", "channel_limit"), 5);
+}
+
+}  // namespace
+}  // namespace kturn::daemon

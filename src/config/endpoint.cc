@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
 #include "config/text_util.h"
 
 namespace kturn::config {
@@ -98,7 +99,9 @@ Result<DnsEndpoint> parseDnsEndpoint(std::string_view text) {
   const bool bad_char = std::any_of(host.begin(), host.end(), [](char c) {
     return static_cast<unsigned char>(c) <= ' ' || c == '/' || c == '<' || c == '>' || c == 0x7f;
   });
-  if (host.empty() || host.size() > 253 || bad_char) {
+  // Not UTF-8: no resolver could look it up, and serialized (JSON replaces each bad byte with
+  // U+FFFD) it would no longer be the same name, nor necessarily a valid one.
+  if (host.empty() || host.size() > 253 || bad_char || !isValidUtf8(host)) {
     return makeError(Error::Code::kInvalidArgument, "invalid host name " + quoteText(text));
   }
   return DnsEndpoint{

@@ -224,9 +224,9 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
                              "rendered dataplane config is invalid: " + ok.error().message, gw));
   } else {
     out.output.config = std::move(conf);
-    if (context.gatewayConfig != nullptr && context.gatewayConfig->authLifetime &&
-        *context.gatewayConfig->authLifetime > 0) {
-      out.output.credential_lifetime = std::chrono::seconds(*context.gatewayConfig->authLifetime);
+    if (ctx.gatewayConfig != nullptr && ctx.gatewayConfig->authLifetime &&
+        *ctx.gatewayConfig->authLifetime > 0) {
+      out.output.credential_lifetime = std::chrono::seconds(*ctx.gatewayConfig->authLifetime);
     }
     if (allAddressed) {
       conditions.set(condition(cond::kProgrammed, ConditionStatus::kTrue, reason::kProgrammed,

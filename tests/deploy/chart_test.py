@@ -219,6 +219,12 @@ def api_call_sites():
         rel = os.path.relpath(path, REPO)
         if rel.startswith("src/k8s/api_client"):
             continue
+        # Only code that can reach an ApiClient (it, or its own header, includes the client)
+        # calls the Kubernetes API; other `client.get()`s are CDS or HTTP clients.
+        header = rel[:-3] + ".h"
+        texts = read(rel) + (read(header) if os.path.exists(os.path.join(REPO, header)) else "")
+        if '#include "k8s/api_client.h"' not in texts:
+            continue
         methods = set(API_CALL.findall(read(rel))) & (set(METHOD_VERBS) | {"request"})
         if methods:
             sites[rel] = methods

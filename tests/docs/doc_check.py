@@ -347,6 +347,13 @@ def check_arguments(binary: str, args: List[str], helps: HelpCache) -> List[str]
     if help_ is None:
         return [helps.errors[(binary,)]]
     problems: List[str] = []
+    if args and args[0].endswith(":"):
+        return []  # `kturnctl config: media/gw: deleted`: a message the tool prints, not a call
+    if any(a.startswith("[") or a.endswith("]") for a in args):
+        # A usage line: `[-o table|json]`, `[-c ORIGIN [-i NS/NAME]]`: the brackets only say
+        # what is optional; the flags and their values inside are checked as written.
+        args = [a.lstrip("[").rstrip("]") for a in args]
+        args = [a for a in args if a]
     name = binary
     i = 0
     while i < len(args):

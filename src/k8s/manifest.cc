@@ -141,6 +141,46 @@ class YamlConverter {
   size_t nodes_ = 0;
 };
 
+// The documents of a YAML stream, cut at the document markers: a line that is `---` or starts
+// with `--- `, and `...` lines. At column 0 these end any document, even inside a block scalar
+// (YAML 1.2 §9.1.4), so cutting there is exact. yaml-cpp's own LoadAll is not used: on a stream
+// that starts with a stray `,` it never advances and allocates until memory runs out
+// (k8s_manifest_fuzz). Each document is padded with the newlines before it, so error marks keep
+// the line numbers of the whole stream.
+std::vector<std::string> splitDocuments(std::string_view text) {
+  std::vector<std::string> documents;
+  std::string current;
+  size_t line = 0;
+  size_t start = 0;
+  auto flush = [&](size_t first_line) {
+    documents.push_back(std::move(current));
+    current.assign(first_line, '\n');
+  };
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view l = text.substr(start, end - start);
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    const auto isMarker = [&](std::string_view m) {
+      return l.substr(0, 3) == m && (l.size() == 3 || l[3] == ' ' || l[3] == '\t');
+    };
+    if (isMarker("---")) {
+      flush(line);
+      current += l.substr(3);  // `--- {kind: A}`: content may follow the marker
+      current += '\n';
+    } else if (isMarker("...")) {
+      flush(line + 1);
+    } else {
+      current += l;
+      current += '\n';
+    }
+    ++line;
+    start = end + 1;
+  }
+  documents.push_back(std::move(current));
+  return documents;
+}
+
 bool looksLikeJson(std::string_view text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   return first != std::string_view::npos && (text[first] == '{' || text[first] == '[');
@@ -193,8 +233,9 @@ Result<std::vector<Json>> readYamlDocuments(std::string_view text) {
   }
   std::vector<Json> docs;
   try {
-    const std::vector<YAML::Node> nodes = YAML::LoadAll(std::string(text));
-    for (const YAML::Node& node : nodes) {
+    for (const std::string& document : splitDocuments(text)) {
+      const YAML::Node node = YAML::Load(document);
+      if (node.IsNull()) continue;  // an empty document, or only comments
       auto doc = YamlConverter().convert(node, 0);
       if (!doc) return doc.error();
       docs.push_back(std::move(*doc));

@@ -84,6 +84,32 @@ TEST(LoadManifests, RefusesInvalidUtf8WhereItIs) {
   EXPECT_EQ(good->at(0).name(), "\xE7\xBD\x91\xE5\x85\xB3");
 }
 
+// Found by k8s_manifest_fuzz: yaml-cpp's LoadAll never returns on a stream that starts with a
+// stray ',' and allocates until memory runs out. Documents are now cut at their markers.
+TEST(LoadManifests, AStrayCommaEndsInsteadOfStreamingEndlessDocuments) {
+  // yaml-cpp reads a lone ',' as an empty document, which is skipped like any other.
+  auto lone = loadManifests(" ,\n");
+  ASSERT_TRUE(lone) << lone.error().message;
+  EXPECT_TRUE(lone->empty());
+  auto then = loadManifests(",\n---\nkind: A\nmetadata: {name: a}\n");
+  ASSERT_TRUE(then) << then.error().message;
+  ASSERT_EQ(then->size(), 1u);
+  EXPECT_EQ((*then)[0].name(), "a");
+}
+
+TEST(LoadManifests, DocumentMarkersSplitTheStreamAndLinesKeepTheirNumbers) {
+  auto r = loadManifests(
+      "# comment only\n---\n--- {kind: A, metadata: {name: a}}\n...\n---\nkind: B\n"
+      "metadata:\n  name: b\n---\n");
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].name(), "a");
+  EXPECT_EQ((*r)[1].name(), "b");
+  auto bad = loadManifests("kind: A\nmetadata: {name: a}\n---\nkind: B\n  x: [1, 2\n");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("line 5"), std::string::npos) << bad.error().message;
+}
+
 TEST(LoadManifests, SurvivesHostileNesting) {
   // yaml-cpp recurses on flow collections: deep nesting must be refused before it parses.
   std::string deep(100000, '[');

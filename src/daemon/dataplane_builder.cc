@@ -1,6 +1,7 @@
 #include "daemon/dataplane_builder.h"
 
 #include "config/base64.h"
+#include "turn/restricted_peers.h"
 
 namespace kturn::daemon {
 
@@ -159,13 +160,15 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   dataplane->interfaces = interfaces_();
   // No listener may relay to any listener of this server (a TURN-in-TURN loop). A wildcard
   // listener listens on every interface address, so each of those is its address too ("::"
-  // serves both families).
+  // serves both families). Restricted ones (loopback, the link-local address of every veth)
+  // are left out: the wildcard entry already refuses them on its port, and the list is scanned
+  // for peers that port-restricted endpoints admit, per packet.
   std::vector<TransportAddress> own;
   for (const ListenerSpec& spec : dataplane->listeners) {
     own.push_back(spec.address);
     if (!spec.address.ip.isUnspecified()) continue;
     for (const net::InterfaceAddresses::Entry& e : dataplane->interfaces.entries()) {
-      if (spec.address.ip.isV4() && !e.ip.isV4()) continue;
+      if ((spec.address.ip.isV4() && !e.ip.isV4()) || turn::restrictedRangeOf(e.ip)) continue;
       own.push_back(TransportAddress{e.ip, spec.address.port});
     }
   }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "config/base64.h"
 #include "config/parser.h"
 #include "config/self_signed_cert.h"
@@ -93,6 +95,13 @@ clusters:
   EXPECT_FALSE(allows("127.0.0.1:5000"));
   EXPECT_FALSE(allows("127.0.0.1:3478"));
   EXPECT_TRUE(allows("127.0.0.1:5001"));
+  // Restricted interface addresses are not listed one by one: the wildcard entry covers them.
+  const auto& own = policy->own_addresses;
+  const IpAddress loopback = *IpAddress::parse("127.0.0.1");
+  EXPECT_EQ(std::count_if(own.begin(), own.end(),
+                          [&](const TransportAddress& a) { return a.ip == loopback; }),
+            1)
+      << "only the explicit 127.0.0.1:5000 listener";
   // Other ports of the host's addresses, and other hosts, are ordinary peers.
   EXPECT_TRUE(allows("10.1.2.3:40000"));
   EXPECT_TRUE(allows("10.1.2.4:3478"));

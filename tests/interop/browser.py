@@ -8,9 +8,13 @@ instead of a connection timing out.
 
   with Chromium(workdir) as browser:
       page = browser.new_page()                     # a tab, attached in flat session mode
-      page.navigate("http://127.0.0.1:PORT/page.html")
-      page.wait_for("typeof window.runEcho === 'function'", timeout=10)
-      result = page.evaluate("runEcho({...})", timeout=40)   # awaits a promise, by value
+      page.navigate("http://127.0.0.1:PORT/")
+      page.wait_for("window.kturnDemo", timeout=10)  # the page's script ran
+      page.fill("#count", "50")                      # typed into the field
+      page.click("#connect")                         # a mouse click in the middle of it
+      page.wait_for("...dataset.phase === 'done'", timeout=40)
+      page.text("#echoed")                           # "50", as shown
+      page.evaluate("kturnDemo.result", timeout=5)   # a value (a promise is awaited)
 
 Every console message, uncaught exception and browser log entry of the page is written as it
 arrives to chromium-console.log in the work dir, which harness.run_test() prints on failure next
@@ -188,6 +192,43 @@ class Page:
                 raise h.TestFailure(f"timed out after {timeout:.0f} s waiting for "
                                     f"{what or condition} in the page")
             time.sleep(0.1)
+
+    # A form driven as a user drives it: the browser types the text and clicks with the mouse
+    # (DevTools Input domain), so the page gets real input and click events, and a control that
+    # is hidden, covered or disabled fails the test as it would fail a user.
+
+    def _on_element(self, selector: str, body: str, timeout: float) -> Any:
+        """Evaluates body (a function body with `el` bound to the element selector names) and
+        returns its value; no such element is a TestFailure."""
+        return self.evaluate(
+            f"(() => {{ const el = document.querySelector({json.dumps(selector)}); "
+            f"if (!el) throw new Error('no element matches ' + {json.dumps(selector)}); "
+            f"{body} }})()", timeout)
+
+    def fill(self, selector: str, text: str, timeout: float = 5.0) -> None:
+        """Replaces the value of an input or textarea by typing text into it."""
+        self._on_element(selector, "el.focus(); el.value = '';", timeout)
+        self.call("Input.insertText", {"text": text}, timeout)
+
+    def click(self, selector: str, timeout: float = 5.0) -> None:
+        """A left click with the mouse in the middle of the element, scrolled into view first."""
+        box = self._on_element(selector, """
+            el.scrollIntoView({block: 'center'});
+            const r = el.getBoundingClientRect();
+            const x = r.left + r.width / 2, y = r.top + r.height / 2;
+            const hit = document.elementFromPoint(x, y);
+            return {x, y, width: r.width, height: r.height, disabled: Boolean(el.disabled),
+                    reaches: Boolean(hit) && (hit === el || el.contains(hit))};""", timeout)
+        h.check(box["width"] > 0 and box["height"] > 0, f"{selector} is not visible: {box}")
+        h.check(not box["disabled"], f"{selector} is disabled")
+        h.check(box["reaches"], f"a click in the middle of {selector} lands on another element")
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", {"type": kind, "x": box["x"], "y": box["y"],
+                                                   "button": "left", "clickCount": 1}, timeout)
+
+    def text(self, selector: str, timeout: float = 5.0) -> str:
+        """The element's text as the page shows it (innerText, trimmed)."""
+        return self._on_element(selector, "return el.innerText.trim();", timeout)
 
 
 def _high_fd(fd: int) -> int:

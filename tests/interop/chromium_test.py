@@ -1,26 +1,38 @@
-#!/usr/bin/python3
-"""Headless Debian Chromium (real WebRTC) through kturnd, relay candidates only.
+"""Headless Debian Chromium (real WebRTC) through kturnd, relay candidates only, driving the
+user-facing demo page.
 
 kturnd runs with a listener per transport (TURN-UDP and TURN-TCP on one port number, as a
-STUNner Gateway serves them on 3478, and TURN-TLS on its own) and its Prometheus endpoint on. A
-page served from http://127.0.0.1 (a secure context) opens two RTCPeerConnections with
-iceTransportPolicy 'relay' and a single ICE server, the listener of --transport
-(turn:127.0.0.1:PORT?transport=udp|tcp or turns:127.0.0.1:PORT?transport=tcp with a
-self-signed certificate Chromium is told to accept); a reliable data channel opens between them and
---messages messages of --size bytes go out and are echoed back, each checked, in order.
+STUNner Gateway serves them on 3478, and TURN-TLS on its own) and its Prometheus endpoint on. The
+demo page of docs/getting-started.md (docs/demo/index.html, with its echo.js and ui.js) is served
+from http://127.0.0.1 the way the docs tell a user to (http.server on that directory). The test
+uses it as a user does: it types into the form the ICE server entry for the listener of
+--transport (turn:127.0.0.1:PORT?transport=udp|tcp or turns:127.0.0.1:PORT?transport=tcp with a
+self-signed certificate Chromium is told to accept), written as kturnd prints it, then the
+message count (--messages), size (--size) and time limit per step (--page-timeout), clicks
+Connect, waits for the page to say done or failed, and reads what the page shows. The page opens
+two RTCPeerConnections with iceTransportPolicy 'relay' and that single ICE server; a reliable
+data channel opens between them and the messages go out and are echoed back, each checked, in
+order.
 
 Passes only if
-  * the data channel opens and every echo comes back intact;
-  * both connections' selected candidate pairs are relay <-> relay on 127.0.0.1, in kturnd's
-    relay port range, and reached the TURN server over the transport under test
-    (getStats: local candidate relayProtocol);
+  * before the run, the page refuses an entry that is not JSON and one without "credential",
+    saying so (phase failed, the reason naming the problem, also under the entry), and starts
+    no run for them;
+  * the page shows phase done and every message echoed (the data channel opened and every
+    echo came back intact), and a round-trip time summary min <= median <= max;
+  * both connections' selected candidate pairs, as the page shows them, are relay <-> relay on
+    127.0.0.1, in kturnd's relay port range, and reached the TURN server over the transport
+    under test (relay protocol); what the page shows is what getStats said (the page's result
+    object, read too);
+  * the browser asked the page server only for files it has (no 404);
   * kturnd's /metrics moved for that listener only: stunner_listener_packets/bytes_total,
     kturn_relayed_packets/bytes_total and kturn_allocations_created_total of the matching
     listener grew by at least the echo traffic (2 x messages packets each way, 2 x messages x
     size bytes relayed each way), those of every other listener did not move at all.
 
-The browser is driven over the DevTools protocol (browser.py); its console and stderr and
-kturnd's log are printed on failure. Chromium only ever talks to 127.0.0.1.
+The browser is driven over the DevTools protocol (browser.py: typed text, mouse clicks); its
+console and stderr, the page's log and kturnd's log are printed on failure. Chromium only ever
+talks to 127.0.0.1.
 
   /usr/bin/python3 chromium_test.py --server kturnd --kturnd build/kturnd --transport udp
   /usr/bin/python3 chromium_test.py --server kturnd --kturnd build/kturnd --transport tcp
@@ -32,6 +44,7 @@ page uses and what Chromium's stats must say.
 
 import argparse
 import dataclasses
+import functools
 import http.server
 import json
 import os
@@ -45,8 +58,8 @@ import browser  # noqa: E402
 import harness as h  # noqa: E402
 import ops_test  # noqa: E402
 
-PAGE = "webrtc_echo.html"
-PAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+# The demo page of docs/getting-started.md, served as its directory (index.html at "/").
+DEMO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "demo")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,34 +127,33 @@ def kturnd_config(settings: h.ServerSettings, metrics_port: int, workdir: str) -
 
 
 class PageServer:
-    """http://127.0.0.1:PORT/ serving only the test page, on a background thread."""
+    """http://127.0.0.1:PORT/ serving the demo directory on a background thread, as
+    `python3 -m http.server --directory docs/demo` does for a user; records requests that
+    failed."""
 
     def __init__(self, workdir: str):
-        page_path = os.path.join(PAGE_DIR, PAGE)
         access_log = os.path.join(workdir, "http.log")
         h.register_log(access_log)
+        self.errors: List[str] = []
+        errors = self.errors
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's naming
-                if self.path.split("?")[0] != "/" + PAGE:
-                    self.send_error(404)
-                    return
-                with open(page_path, "rb") as f:
-                    body = f.read()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def send_error(self, code, message=None, explain=None):
+                errors.append(f"{self.command} {self.path}: {code}")
+                super().send_error(code, message, explain)
+
+            def end_headers(self):
                 self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                self.wfile.write(body)
+                super().end_headers()
 
             def log_message(self, fmt, *args):
                 with open(access_log, "a") as f:
                     f.write("%s %s\n" % (self.log_date_time_string(), fmt % args))
 
-        self.httpd = http.server.ThreadingHTTPServer((h.LOOPBACK, 0), Handler)
+        handler = functools.partial(Handler, directory=os.path.abspath(DEMO_DIR))
+        self.httpd = http.server.ThreadingHTTPServer((h.LOOPBACK, 0), handler)
         self.httpd.daemon_threads = True
-        self.url = f"http://{h.LOOPBACK}:{self.httpd.server_address[1]}/{PAGE}"
+        self.url = f"http://{h.LOOPBACK}:{self.httpd.server_address[1]}/"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> "PageServer":
@@ -153,9 +165,54 @@ class PageServer:
         self.httpd.server_close()
 
 
+# What the page shows, by element id (docs/demo/index.html).
+PAIR_FIELDS = tuple(f"{side}-{end}-{field}" for side in "ab" for end in ("local", "remote")
+                    for field in ("type", "address", "port"))
+SHOWN_FIELDS = ("phase", "reason", "echoed", "total", "rtt-min", "rtt-median", "rtt-max",
+                "a-local-relay-protocol", "b-local-relay-protocol") + PAIR_FIELDS
+STATUS = "document.getElementById('status').dataset"
+
+
+def submit(page: browser.Page, entry: str, count: int, size: int, time_limit: int,
+           timeout: float) -> Dict[str, str]:
+    """Fills the form, clicks Connect, waits for done or failed; returns what the page shows."""
+    page.fill("#ice-server", entry)
+    page.fill("#count", str(count))
+    page.fill("#size", str(size))
+    page.fill("#timeout", str(time_limit))
+    run = int(page.evaluate(f"{STATUS}.run", timeout=5.0)) + 1  # the run this click starts
+    page.click("#connect")
+    page.wait_for(f"{STATUS}.run === '{run}' && ['done', 'failed'].includes({STATUS}.phase)",
+                  timeout=timeout, what="the page to say done or failed")
+    return {name: page.text(f"#{name}") for name in SHOWN_FIELDS}
+
+
+def check_input_errors(page: browser.Page, ice_server: dict) -> None:
+    """The page refuses a broken entry and says what is wrong, without starting a run."""
+    no_credential = {k: v for k, v in ice_server.items() if k != "credential"}
+    cases = [("{" + kturnd_entry(ice_server)[1:-1], "not valid JSON"),  # a brace lost in pasting
+             (kturnd_entry(no_credential), 'no "credential" field')]
+    for entry, want in cases:
+        shown = submit(page, entry, 1, 16, 1, timeout=5.0)
+        h.check(shown["phase"] == "failed" and want in shown["reason"],
+                f"the page given {entry!r} shows phase {shown['phase']!r}, reason "
+                f"{shown['reason']!r}; want failed, {want!r}")
+        error = page.text("#ice-server-error")
+        h.check(want in error, f"the page given {entry!r} shows {error!r} under the entry, "
+                f"want {want!r}")
+    result = page.evaluate("window.kturnDemo.result", timeout=5.0)
+    h.check(result is None, f"the page ran with a broken entry: {result}")
+
+
+def kturnd_entry(ice_server: dict) -> str:
+    """The entry as kturnd prints it: one line of JSON, keys sorted, no spaces."""
+    return json.dumps(ice_server, sort_keys=True, separators=(",", ":"))
+
+
 def run_page(args: argparse.Namespace, workdir: str, page_url: str, ice_server: dict,
-             transport: Transport) -> dict:
-    """Chromium loads the page and runs the echo; returns the page's result object."""
+             transport: Transport) -> Tuple[Dict[str, str], dict]:
+    """Chromium opens the demo page and runs it through its form; returns what the page shows
+    and the page's result object (runEcho's, with getStats' selected pairs)."""
     deadline = time.monotonic() + args.browser_timeout
 
     def left() -> float:
@@ -163,46 +220,62 @@ def run_page(args: argparse.Namespace, workdir: str, page_url: str, ice_server: 
         h.check(remaining > 0, f"the browser session exceeded {args.browser_timeout:.0f} s")
         return remaining
 
-    params = {"iceServer": ice_server, "count": args.messages, "size": args.size,
-              "timeoutMs": int(args.page_timeout * 1000)}
     with browser.Chromium(workdir, binary=args.chromium, extra_flags=transport.browser_flags,
                           startup_timeout=min(30.0, args.browser_timeout)) as chromium:
         print(f"browser: {chromium.version}")
         page = chromium.new_page()
         page.navigate(page_url, timeout=min(10.0, left()))
-        page.wait_for("typeof window.runEcho === 'function'", timeout=min(10.0, left()),
-                      what="the page's script")
-        # The page bounds each of its two phases (open, echo) by timeoutMs itself.
-        result = page.evaluate(f"runEcho({json.dumps(params)})",
-                               timeout=min(2 * args.page_timeout + 5, left()))
-    h.check(isinstance(result, dict), f"runEcho returned {result!r}")
-    return result
+        page.wait_for("window.kturnDemo", timeout=min(10.0, left()), what="the page's script")
+        check_input_errors(page, ice_server)
+        # The page bounds each of its two waits (open, echo) by the time limit itself.
+        shown = submit(page, kturnd_entry(ice_server), args.messages, args.size,
+                       args.page_timeout, timeout=min(2 * args.page_timeout + 5, left()))
+        result = page.evaluate("window.kturnDemo.result", timeout=min(5.0, left()))
+    h.check(isinstance(result, dict), f"the page's result is {result!r}")
+    return shown, result
 
 
-def check_page_result(result: dict, args: argparse.Namespace, transport: Transport,
-                      relay_range: Tuple[int, int]) -> None:
-    h.check(result.get("ok") is True,
-            f"the page failed in phase '{result.get('phase')}': {result.get('error')} "
-            f"(echoed {result.get('echoed')}/{args.messages}; ICE {result.get('ice')}; "
+def check_page_result(shown: Dict[str, str], result: dict, args: argparse.Namespace,
+                      transport: Transport, relay_range: Tuple[int, int]) -> None:
+    h.check(shown["phase"] == "done" and result.get("ok") is True,
+            f"the page shows phase {shown['phase']!r}: {shown['reason']} "
+            f"(echoed {shown['echoed']} of {shown['total']}; ICE {result.get('ice')}; "
             f"candidates {result.get('candidates')}; candidate errors "
             f"{result.get('candidateErrors')})")
-    h.check(result.get("echoed") == args.messages,
-            f"{result.get('echoed')}/{args.messages} messages echoed")
+    h.check(shown["echoed"] == shown["total"] == str(args.messages)
+            and result.get("echoed") == args.messages,
+            f"the page shows {shown['echoed']} of {shown['total']} messages echoed "
+            f"(its result: {result.get('echoed')}), want {args.messages} of {args.messages}")
+    try:
+        rtt = [float(shown[f"rtt-{x}"]) for x in ("min", "median", "max")]
+    except ValueError:
+        rtt = []
+    h.check(len(rtt) == 3 and 0 <= rtt[0] <= rtt[1] <= rtt[2],
+            f"the page shows round-trip times min {shown['rtt-min']}, median "
+            f"{shown['rtt-median']}, max {shown['rtt-max']} ms")
     lo, hi = relay_range
     for side in ("a", "b"):
         pair = (result.get("stats") or {}).get(side)
         h.check(pair is not None, f"connection {side}: no selected candidate pair in getStats")
-        local, remote = pair["local"], pair["remote"]
-        h.check(local.get("type") == "relay" and remote.get("type") == "relay",
-                f"connection {side}: selected pair is {local.get('type')} <-> "
-                f"{remote.get('type')}, want relay <-> relay: {pair}")
-        for end in (local, remote):
-            h.check(end.get("address") == h.LOOPBACK and lo <= int(end.get("port", 0)) <= hi,
-                    f"connection {side}: relay candidate {end.get('address')}:{end.get('port')} "
+        for end in ("local", "remote"):
+            cell = {f: shown[f"{side}-{end}-{f}"] for f in ("type", "address", "port")}
+            stats = pair[end]
+            h.check(cell == {f: str(stats.get(f)) for f in cell},
+                    f"connection {side}: the page shows the {end} candidate as {cell}, "
+                    f"getStats says {stats}")
+            h.check(cell["type"] == "relay",
+                    f"connection {side}: the {end} candidate of the selected pair is "
+                    f"{cell['type']}, want relay: {pair}")
+            h.check(cell["address"] == h.LOOPBACK and lo <= int(cell["port"]) <= hi,
+                    f"connection {side}: relay candidate {cell['address']}:{cell['port']} "
                     f"is not a kturnd relay address (127.0.0.1, ports {lo}-{hi})")
-        h.check(local.get("relayProtocol") == transport.relay_protocol,
+        relay_protocol = shown[f"{side}-local-relay-protocol"]
+        h.check(relay_protocol == str(pair["local"].get("relayProtocol")),
+                f"connection {side}: the page shows relay protocol {relay_protocol!r}, "
+                f"getStats says {pair['local'].get('relayProtocol')!r}")
+        h.check(relay_protocol == transport.relay_protocol,
                 f"connection {side}: Chromium reached the TURN server over "
-                f"{local.get('relayProtocol')!r}, want {transport.relay_protocol!r}: {pair}")
+                f"{relay_protocol!r}, want {transport.relay_protocol!r}: {pair}")
 
 
 def counter(samples: dict, series: str, labels: dict) -> float:
@@ -253,17 +326,19 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     with server as s, PageServer(workdir) as pages:
         before = ops_test.metric_samples(metrics_port)
         started = time.monotonic()
-        result = run_page(args, workdir, pages.url, ice_server, transport)
+        shown, result = run_page(args, workdir, pages.url, ice_server, transport)
         elapsed = time.monotonic() - started
         s.check_alive()
-        check_page_result(result, args, transport, settings.relay_range)
+        check_page_result(shown, result, args, transport, settings.relay_range)
+        h.check(not pages.errors, f"the page server refused requests: {pages.errors}")
         after = ops_test.metric_samples(metrics_port)
         summary = check_metrics(before, after, args, transport)
-    a = result["stats"]["a"]
-    print(f"chromium: {args.messages}/{args.messages} messages of {args.size} B echoed over "
-          f"{transport.url.split(':')[0]}/{a['local']['relayProtocol']} in {elapsed:.1f} s "
-          f"(browser start included); selected pair {a['local']['address']}:"
-          f"{a['local']['port']} <-> {a['remote']['address']}:{a['remote']['port']}")
+    print(f"chromium: the page shows {shown['echoed']} of {shown['total']} messages of "
+          f"{args.size} B echoed over {transport.url.split(':')[0]}/"
+          f"{shown['a-local-relay-protocol']}, round trip min {shown['rtt-min']} / median "
+          f"{shown['rtt-median']} / max {shown['rtt-max']} ms; {elapsed:.1f} s in all (browser "
+          f"start included); selected pair {shown['a-local-address']}:{shown['a-local-port']} "
+          f"<-> {shown['a-remote-address']}:{shown['a-remote-port']}")
     print("metrics: " + "; ".join(summary))
 
 
@@ -278,8 +353,8 @@ def main() -> None:
     p.add_argument("--messages", type=int, default=50, help="messages echoed")
     p.add_argument("--size", type=int, default=200, help="bytes per message")
     p.add_argument("--chromium", default=None, help="browser binary (default: chromium on PATH)")
-    p.add_argument("--page-timeout", type=float, default=25.0,
-                   help="the page's bound on each phase: channel open, all echoes (s)")
+    p.add_argument("--page-timeout", type=int, default=25,
+                   help="the page's time limit per step: channel open, all echoes (s, whole)")
     p.add_argument("--browser-timeout", type=float, default=60.0,
                    help="bound on the whole browser session: start, load, echo (s)")
     args, _ = p.parse_known_args()

@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """Headless Debian Chromium (real WebRTC) through kturnd, relay candidates only, driving the
 user-facing demo page.
 

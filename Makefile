@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build run test test-unit test-interop clean format
+.PHONY: deps configure build run test test-unit test-interop clean format config-reference
 
 deps:
 	@bash scripts/install-deps.sh
@@ -31,6 +31,11 @@ test-interop: build
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+# Rewrites docs/config-reference.md from the config schema (src/config/schema.cc), after a field,
+# default or range changed; config_test fails until the committed file matches.
+config-reference: configure
+	@cmake --build $(BUILD_DIR) --target config-reference
 
 clean:
 	rm -rf $(BUILD_DIR)

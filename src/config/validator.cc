@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <span>
+#include <tuple>
 
 #include "config/base64.h"
 #include "config/defaults.h"
@@ -11,11 +13,22 @@
 namespace kturn::config {
 namespace {
 
-// Upper bound of admin.limits.max_permissions and max_channels.
-constexpr int kMaxPerAllocation = 1024;
-
 Error invalid(const std::string& path, std::string message) {
   return makeError(Error::Code::kInvalidArgument, path + ": " + std::move(message));
+}
+
+std::string rangeText(IntRange range) {
+  return std::to_string(range.min) + "-" + std::to_string(range.max);
+}
+
+// "None, XDP, TC or Auto".
+std::string oneOf(std::span<const std::string_view> words) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? " or " : ", ";
+    out += words[i];
+  }
+  return out;
 }
 
 std::string at(std::string_view list, size_t i) {
@@ -70,48 +83,38 @@ Result<void> validateAdmin(Admin& a) {
                                       {"auth_failures", l.auth_failures},
                                       {"max_connections", l.max_connections},
                                       {"source_quota", l.source_quota}}) {
-      if (value < 0) {
+      if (!kNonNegative.contains(value)) {
         return invalid(std::string("admin.limits.") + name,
                        "must not be negative (0: unlimited), got " + std::to_string(value));
       }
     }
-    if (l.auth_failure_window < 1 || l.auth_failure_window > 3600) {
-      return invalid("admin.limits.auth_failure_window",
-                     "want 1-3600 seconds, got " + std::to_string(l.auth_failure_window));
+    for (const auto& [name, value, range] :
+         {std::tuple{"auth_failure_window", l.auth_failure_window, kAuthFailureWindowRange},
+          {"nonce_lifetime", l.nonce_lifetime, kNonceLifetimeRange},
+          {"idle_timeout", l.idle_timeout, kIdleTimeoutRange},
+          {"handshake_timeout", l.handshake_timeout, kHandshakeTimeoutRange}}) {
+      if (!range.contains(value)) {
+        return invalid(std::string("admin.limits.") + name,
+                       "want " + rangeText(range) + " seconds, got " + std::to_string(value));
+      }
     }
-    // RFC 8489 leaves the nonce lifetime to the server; below 30 s clients loop on 438.
-    if (l.nonce_lifetime < 30 || l.nonce_lifetime > 86400) {
-      return invalid("admin.limits.nonce_lifetime",
-                     "want 30-86400 seconds, got " + std::to_string(l.nonce_lifetime));
-    }
-    if (l.idle_timeout < 5 || l.idle_timeout > 3600) {
-      return invalid("admin.limits.idle_timeout",
-                     "want 5-3600 seconds, got " + std::to_string(l.idle_timeout));
-    }
-    if (l.handshake_timeout < 1 || l.handshake_timeout > 300) {
-      return invalid("admin.limits.handshake_timeout",
-                     "want 1-300 seconds, got " + std::to_string(l.handshake_timeout));
-    }
-    // Both are scanned per relayed packet (an allocation's permissions and channels are short
-    // lists), hence the upper bound; 0 would make the allocation useless, hence the lower one.
     for (const auto& [name, value] :
          {std::pair{"max_permissions", l.max_permissions}, {"max_channels", l.max_channels}}) {
-      if (value < 1 || value > kMaxPerAllocation) {
+      if (!kPerAllocationRange.contains(value)) {
         return invalid(
             std::string("admin.limits.") + name,
-            "must be 1-" + std::to_string(kMaxPerAllocation) + ", got " + std::to_string(value));
+            "must be " + rangeText(kPerAllocationRange) + ", got " + std::to_string(value));
       }
     }
   }
 
   if (a.offload_engine.empty()) a.offload_engine = kDefaultOffloadEngine;
-  static constexpr std::string_view kEngines[] = {"None", "XDP", "TC", "Auto"};
   const auto engine =
-      std::find_if(std::begin(kEngines), std::end(kEngines),
+      std::find_if(std::begin(kOffloadEngines), std::end(kOffloadEngines),
                    [&](std::string_view e) { return equalsIgnoreCase(e, a.offload_engine); });
-  if (engine == std::end(kEngines)) {
+  if (engine == std::end(kOffloadEngines)) {
     return invalid("admin.offload_engine", "unknown offload mode " + quoteText(a.offload_engine) +
-                                               " (want None, XDP, TC or Auto)");
+                                               " (want " + oneOf(kOffloadEngines) + ")");
   }
   a.offload_engine = *engine;
   std::sort(a.offload_interfaces.begin(), a.offload_interfaces.end());
@@ -148,7 +151,9 @@ Result<void> validateAuth(Auth& a) {
 Result<void> validateRelayPorts(Listener& l, const std::string& path) {
   for (auto [value, name] : {std::pair{&l.min_relay_port, ".min_relay_port"},
                              std::pair{&l.max_relay_port, ".max_relay_port"}}) {
-    if (*value < 0 || *value > 65535) return invalid(path + name, "must be 1-65535");
+    if (*value != 0 && !kPortRange.contains(*value)) {
+      return invalid(path + name, "must be " + rangeText(kPortRange));
+    }
   }
   if (l.min_relay_port == 0 && l.max_relay_port == 0) return {};  // kernel ephemeral range
   if (l.min_relay_port == 0) l.min_relay_port = kDefaultMinRelayPort;
@@ -205,9 +210,10 @@ Result<void> validateListener(Listener& l, const std::string& path) {
     return invalid(path + ".address", "invalid IP address " + quoteText(l.address));
   }
   if (l.port == 0) l.port = kDefaultPort;
-  if (l.port < 1 || l.port > 65535) return invalid(path + ".port", "must be 1-65535");
-  if (l.public_port < 0 || l.public_port > 65535) {
-    return invalid(path + ".public_port", "must be 1-65535");
+  if (!kPortRange.contains(l.port))
+    return invalid(path + ".port", "must be " + rangeText(kPortRange));
+  if (l.public_port != 0 && !kPortRange.contains(l.public_port)) {  // 0: unset
+    return invalid(path + ".public_port", "must be " + rangeText(kPortRange));
   }
   if (auto r = validateRelayPorts(l, path); !r) return r;
   if (needsCertificate(protocol)) {

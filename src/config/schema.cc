@@ -1,0 +1,382 @@
+#include "config/schema.h"
+
+#include <algorithm>
+
+#include "config/admin.h"
+#include "config/auth.h"
+#include "config/cluster.h"
+#include "config/listener.h"
+
+namespace kturn::config {
+namespace {
+
+std::string text(std::string_view value) { return std::string(value); }
+std::string number(int value) { return std::to_string(value); }
+
+void append(std::vector<FieldSpec>& out, std::vector<FieldSpec> more) {
+  for (FieldSpec& f : more) out.push_back(std::move(f));
+}
+
+std::vector<FieldSpec> topLevelFields() {
+  return {
+      {.path = "version",
+       .presence = Presence::kRequired,
+       .values = {kApiVersion},
+       .description = "The config's API version. **kturn** refuses `v1alpha1`, which stunnerd "
+                      "converts.",
+       .sample = R"("v1")"},
+      {.path = "admin", .type = FieldType::kObject, .description = "Process-wide settings."},
+      {.path = "auth",
+       .type = FieldType::kObject,
+       .description = "How TURN clients authenticate: RFC 8489 long-term credentials, static or "
+                      "ephemeral (TURN REST API)."},
+      {.path = "listeners",
+       .type = FieldType::kObjectList,
+       .description = "The server sockets TURN clients connect to."},
+      {.path = "clusters",
+       .type = FieldType::kObjectList,
+       .description = "The peers relays may reach: a listener relays only to peers inside the "
+                      "clusters it routes to."},
+  };
+}
+
+std::vector<FieldSpec> adminFields() {
+  return {
+      {.path = "admin.name",
+       .default_value = text(kDefaultStunnerName),
+       .description = "Name of this dataplane. The operator writes its Gateway's "
+                      "`namespace/name`, which kturn-auth reads back.",
+       .sample = R"("media-gateway")"},
+      {.path = "admin.loglevel",
+       .format = "log levels",
+       .default_value = text(kDefaultLogLevel),
+       .description = "Log level per scope: `all:INFO,turn:DEBUG`.",
+       .sample = R"("all:DEBUG")"},
+      {.path = "admin.metrics_endpoint",
+       .format = "URL",
+       .description = "Where to serve Prometheus metrics, `http://address:port/path`; empty or "
+                      "absent: no metrics endpoint.",
+       .sample = R"("http://:8080/metrics")",
+       .bad_sample = R"("http://:eighty/metrics")"},
+      {.path = "admin.healthcheck_endpoint",
+       .format = "URL",
+       .default_value = text(kDefaultHealthCheckEndpoint),
+       .description = "Where to serve `/live`, `/ready` and `/status`. Absent: the default; "
+                      "`\"\"`: health checks off.",
+       .sample = R"("http://:8087")",
+       .bad_sample = R"("http://:x")"},
+      {.path = "admin.user_quota",
+       .type = FieldType::kInteger,
+       .default_value = number(Admin{}.user_quota),
+       .description = "Allocations per username; 0: unlimited; a negative value reads as 0. "
+                      "Each worker counts on its own, so one username can hold up to "
+                      "`user_quota` × workers allocations.",
+       .sample = "10"},
+      {.path = "admin.offload_engine",
+       .default_value = text(kDefaultOffloadEngine),
+       .values = {std::begin(kOffloadEngines), std::end(kOffloadEngines)},
+       .any_case = true,
+       .description = "STUNner's eBPF offload: validated and shown in `/status`; kturnd does no "
+                      "offload.",
+       .sample = R"("XDP")"},
+      {.path = "admin.offload_interfaces",
+       .type = FieldType::kStringList,
+       .format = "interface names",
+       .description = "Interfaces to offload on; empty: all. Sorted on load.",
+       .sample = R"(["eth0"])"},
+      {.path = "admin.license_config",
+       .type = FieldType::kObject,
+       .description = "STUNner's premium licensing: kept so the config round-trips, unused."},
+      {.path = "admin.license_config.key",
+       .description = "License key.",
+       .sample = R"("license-key")"},
+      {.path = "admin.license_config.hmac",
+       .description = "HMAC of the license.",
+       .sample = R"("license-hmac")"},
+  };
+}
+
+std::vector<FieldSpec> limitsFields() {
+  constexpr Limits kDefaults{};
+  const auto limit = [](std::string_view path, int default_value, IntRange range,
+                        std::string_view format, std::string description, std::string_view sample) {
+    return FieldSpec{.path = path,
+                     .type = FieldType::kInteger,
+                     .format = format,
+                     .origin = Origin::kKturn,
+                     .default_value = number(default_value),
+                     .range = range,
+                     .description = std::move(description),
+                     .sample = sample};
+  };
+  return {
+      {.path = "admin.limits",
+       .type = FieldType::kObject,
+       .origin = Origin::kKturn,
+       .description = "Quotas and abuse limits; absent, every default below applies. The "
+                      "operator does not render it: set it in the config file kturnd reads. "
+                      "Process-wide limits are shared among the workers "
+                      "([limits and workers](config.md#limits-and-workers))."},
+      limit("admin.limits.max_allocations", kDefaults.max_allocations, kNonNegative, "",
+            "Allocations held by one kturnd; beyond it Allocate gets 508. 0: unlimited.", "20000"),
+      limit("admin.limits.allocation_kbps", kDefaults.allocation_kbps, kNonNegative, "kbit/s",
+            "Per allocation and direction; datagrams over it are dropped "
+            "(`kturn_drops_total{reason=\"over_bandwidth\"}`). A burst of 0.5 s at the rate (at "
+            "least 16 KiB) passes unshaped. 0: unlimited.",
+            "4000"),
+      limit("admin.limits.listener_kbps", kDefaults.listener_kbps, kNonNegative, "kbit/s",
+            "Per listener and direction, all workers together. 0: unlimited.", "2000000"),
+      limit("admin.limits.auth_failures", kDefaults.auth_failures, kNonNegative, "",
+            "Failed authentications per source address and `auth_failure_window`; beyond it "
+            "the address's authenticated requests are dropped unanswered until the window ends "
+            "(`kturn_auth_failures_total{reason=\"throttled\"}`). 0: no throttle.",
+            "5"),
+      limit("admin.limits.auth_failure_window", kDefaults.auth_failure_window,
+            kAuthFailureWindowRange, "seconds", "The window `auth_failures` counts in.", "60"),
+      limit("admin.limits.nonce_lifetime", kDefaults.nonce_lifetime, kNonceLifetimeRange, "seconds",
+            "Age at which a nonce is stale and answered 438 (coturn's `stale-nonce`).", "3600"),
+      limit("admin.limits.max_connections", kDefaults.max_connections, kNonNegative, "",
+            "TURN-TCP/TLS connections and TURN-DTLS sessions per listener, all workers "
+            "together; connections beyond it are accepted and closed at once, DTLS clients "
+            "beyond it get no answer. 0: kturnd's own cap, 8192 per worker.",
+            "1000"),
+      limit("admin.limits.idle_timeout", kDefaults.idle_timeout, kIdleTimeoutRange, "seconds",
+            "How long a connection or DTLS session that holds no allocation may stay silent "
+            "before it is closed; also bounds the wait for its first Allocate.",
+            "60"),
+      limit("admin.limits.handshake_timeout", kDefaults.handshake_timeout, kHandshakeTimeoutRange,
+            "seconds",
+            "How long a TLS or DTLS handshake may take from accept or cookie exchange; slower "
+            "clients are closed.",
+            "5"),
+      limit("admin.limits.source_quota", kDefaults.source_quota, kNonNegative, "",
+            "Allocations per client source IP address (all its ports and transports), all "
+            "workers together; beyond it Allocate gets 486 "
+            "(`kturn_allocations_rejected_total{reason=\"source_quota_reached\"}`). 0: "
+            "unlimited, since all clients behind one NAT share an address; public deployments "
+            "should set it ([security.md](security.md)). An IPv6 address counts on its own.",
+            "64"),
+      limit("admin.limits.max_permissions", kDefaults.max_permissions, kPerAllocationRange, "",
+            "Unexpired permissions (peer IP addresses) per allocation; a CreatePermission that "
+            "would add more gets 508 and installs none of its peers, as does a ChannelBind that "
+            "needs a new permission "
+            "(`kturn_permissions_rejected_total{reason=\"permission_limit\"}`). Refreshing a "
+            "held permission never counts.",
+            "128"),
+      limit("admin.limits.max_channels", kDefaults.max_channels, kPerAllocationRange, "",
+            "Unexpired channel bindings per allocation; a ChannelBind that would add one more "
+            "gets 508 (`kturn_permissions_rejected_total{reason=\"channel_limit\"}`). Rebinding "
+            "a held channel never counts.",
+            "16"),
+  };
+}
+
+std::vector<FieldSpec> authFields() {
+  return {
+      {.path = "auth.type",
+       .default_value = text(kDefaultAuthType),
+       .values = {toString(AuthType::kStatic), toString(AuthType::kEphemeral),
+                  toString(AuthType::kNone)},
+       .aliases = {"plaintext", "longterm", "timewindowed"},
+       .any_case = true,
+       .description = "`static`: one username and password; `ephemeral`: credentials minted "
+                      "with a shared secret (TURN REST API); `none`. `plaintext` is `static`, "
+                      "`longterm` and `timewindowed` are `ephemeral`, written back so. **kturn** "
+                      "also takes `timewindowed` (the STUNner auth service's alias) and any "
+                      "letter case.",
+       .sample = R"("none")"},
+      {.path = "auth.realm",
+       .default_value = text(kDefaultRealm),
+       .description = "The realm of the long-term credentials (RFC 8489 §9.2).",
+       .sample = R"("turn.example.org")"},
+      {.path = "auth.credentials",
+       .type = FieldType::kStringMap,
+       .description = "The keys below; other keys are kept. Taken as written, never "
+                      "environment-substituted "
+                      "([environment substitution](config.md#environment-substitution))."},
+      {.path = "auth.credentials.username",
+       .presence = Presence::kConditional,
+       .required_when = "`auth.type` is `static`",
+       .description = "The static username; present, it may be empty (as in stunnerd).",
+       .sample = R"("user-1")"},
+      {.path = "auth.credentials.password",
+       .presence = Presence::kConditional,
+       .required_when = "`auth.type` is `static`",
+       .description = "The static password; present, it may be empty (as in stunnerd).",
+       .sample = R"("pass-1")"},
+      {.path = "auth.credentials.secret",
+       .presence = Presence::kConditional,
+       .required_when = "`auth.type` is `ephemeral`",
+       .description = "The shared secret: username `<expiry-unix>:<user-id>`, password "
+                      "base64(HMAC-SHA1(secret, username)).",
+       .sample = R"("my-shared-secret")"},
+      {.path = "auth.credentials.previous_secret",
+       .origin = Origin::kKturn,
+       .description = "The secret being replaced; it keeps validating until "
+                      "`previous_secret_expiry` ([rotating the shared "
+                      "secret](config.md#rotating-the-shared-secret-kturn-extension)).",
+       .sample = R"("old-secret")"},
+      {.path = "auth.credentials.previous_secret_expiry",
+       .format = "timestamp",
+       .origin = Origin::kKturn,
+       .presence = Presence::kConditional,
+       .required_when = "`auth.type` is `ephemeral` and `previous_secret` is set",
+       .description = "When `previous_secret` stops validating: unix seconds or RFC 3339 UTC "
+                      "(`2026-12-01T00:00:00Z`).",
+       .sample = R"("2026-12-01T00:00:00Z")",
+       .bad_sample = R"("tomorrow")"},
+  };
+}
+
+std::vector<FieldSpec> listenerFields() {
+  return {
+      {.path = "listeners[].name",
+       .presence = Presence::kRequired,
+       .description = "Unique among listeners.",
+       .sample = R"("udp-listener")"},
+      {.path = "listeners[].protocol",
+       .default_value = text(kDefaultListenerProtocol),
+       .values = {toString(ListenerProtocol::kTurnUdp), toString(ListenerProtocol::kTurnTcp),
+                  toString(ListenerProtocol::kTurnTls), toString(ListenerProtocol::kTurnDtls)},
+       .aliases = {"UDP", "TCP", "TLS", "DTLS"},
+       .any_case = true,
+       .description = "The transport TURN runs over. Upper-cased on load; an alias stays an "
+                      "alias (`udp` becomes `UDP`).",
+       .sample = R"("TURN-TLS")"},
+      {.path = "listeners[].public_address",
+       .format = "address",
+       .description = "Where clients reach the listener from outside (a load balancer's "
+                      "address); informational (ICE URIs), not bound.",
+       .sample = R"("198.51.100.7")"},
+      {.path = "listeners[].public_port",
+       .type = FieldType::kInteger,
+       .range = kPortRange,
+       .zero_is_unset = true,
+       .description = "The port that goes with `public_address`; informational.",
+       .sample = "30478"},
+      {.path = "listeners[].address",
+       .format = "IP address",
+       .default_value = text(kDefaultListenerAddress),
+       .description = "The address to bind (after `$STUNNER_ADDR` is expanded). **kturn** wants "
+                      "an IP literal where stunnerd also resolves a name. `::` is dual stack "
+                      "([listener addresses](config.md#listener-addresses)).",
+       .sample = R"("127.0.0.1")",
+       .bad_sample = R"("turn.example.org")"},
+      {.path = "listeners[].port",
+       .type = FieldType::kInteger,
+       .default_value = number(kDefaultPort),
+       .range = kPortRange,
+       .zero_is_unset = true,
+       .description = "The port to bind.",
+       .sample = "3479"},
+      {.path = "listeners[].min_relay_port",
+       .type = FieldType::kInteger,
+       .origin = Origin::kKturn,
+       .range = kPortRange,
+       .zero_is_unset = true,
+       .description = "Lowest port of the relay sockets. Both bounds unset: the kernel's "
+                      "ephemeral range; one alone: the other is " +
+                      number(kDefaultMinRelayPort) + " or " + number(kDefaultMaxRelayPort) +
+                      ". STUNner's first v1 API had these fields; stunnerd now ignores them.",
+       .sample = "40000"},
+      {.path = "listeners[].max_relay_port",
+       .type = FieldType::kInteger,
+       .origin = Origin::kKturn,
+       .range = kPortRange,
+       .zero_is_unset = true,
+       .description = "Highest port of the relay sockets, not below `min_relay_port`.",
+       .sample = "40100"},
+      {.path = "listeners[].cert",
+       .format = "base64 PEM",
+       .presence = Presence::kConditional,
+       .required_when = "`protocol` is `TURN-TLS` or `TURN-DTLS`",
+       .description = "The certificate chain, leaf first; must decode as base64 (standard "
+                      "alphabet, padded, line breaks ignored) "
+                      "([TLS material](config.md#tls-material)).",
+       .sample = R"("Y2VydGlmaWNhdGU=")",
+       .bad_sample = R"("not base64!")"},
+      {.path = "listeners[].key",
+       .format = "base64 PEM",
+       .presence = Presence::kConditional,
+       .required_when = "`protocol` is `TURN-TLS` or `TURN-DTLS`",
+       .description = "The private key (RSA or EC) of `cert`.",
+       .sample = R"("cHJpdmF0ZSBrZXk=")",
+       .bad_sample = R"("not base64!")"},
+      {.path = "listeners[].routes",
+       .type = FieldType::kStringList,
+       .format = "cluster names",
+       .description = "The clusters this listener relays to. Sorted on load; a name that is no "
+                      "cluster's is accepted and admits nothing.",
+       .sample = R"(["media-plane"])"},
+  };
+}
+
+std::vector<FieldSpec> clusterFields() {
+  return {
+      {.path = "clusters[].name",
+       .presence = Presence::kRequired,
+       .description = "Unique among clusters.",
+       .sample = R"("media-plane")"},
+      {.path = "clusters[].type",
+       .default_value = text(kDefaultClusterType),
+       .values = {toString(ClusterType::kStatic), toString(ClusterType::kStrictDns)},
+       .any_case = true,
+       .description = "`STATIC`: the endpoints are IP prefixes; `STRICT_DNS`: host names, and a "
+                      "peer must be one of their addresses.",
+       .sample = R"("STRICT_DNS")"},
+      {.path = "clusters[].protocol",
+       .default_value = text(kDefaultClusterProtocol),
+       .values = {toString(ClusterProtocol::kUdp), toString(ClusterProtocol::kTcp)},
+       .any_case = true,
+       .description = "The transport towards the peers. `TCP` (RFC 6062, what a TCPRoute "
+                      "renders) is read, but kturnd has no TCP relays yet: an Allocate for TCP "
+                      "gets 442, and a TCP cluster admits peers as a UDP cluster does.",
+       .sample = R"("TCP")"},
+      {.path = "clusters[].endpoints",
+       .type = FieldType::kStringList,
+       .format = "endpoints",
+       .description = "`address[/prefix][:<min-max>]`, or host names for `STRICT_DNS` "
+                      "([endpoint syntax](config.md#endpoint-syntax)). Sorted on load.",
+       .sample = R"(["192.0.2.1:<1000-2000>"])",
+       .bad_sample = R"(["10.0.0.300"])"},
+  };
+}
+
+std::vector<FieldSpec> buildSchema() {
+  std::vector<FieldSpec> out = topLevelFields();
+  append(out, adminFields());
+  append(out, limitsFields());
+  append(out, authFields());
+  append(out, listenerFields());
+  append(out, clusterFields());
+  return out;
+}
+
+}  // namespace
+
+std::span<const FieldSpec> configSchema() {
+  static const std::vector<FieldSpec> schema = buildSchema();
+  return schema;
+}
+
+const FieldSpec* findFieldSpec(std::string_view path) {
+  const auto schema = configSchema();
+  const auto it = std::find_if(schema.begin(), schema.end(),
+                               [&](const FieldSpec& f) { return f.path == path; });
+  return it == schema.end() ? nullptr : &*it;
+}
+
+std::string_view parentPath(std::string_view path) {
+  const size_t dot = path.rfind('.');
+  if (dot == std::string_view::npos) return {};
+  std::string_view parent = path.substr(0, dot);
+  if (parent.ends_with("[]")) parent.remove_suffix(2);
+  return parent;
+}
+
+bool isContainer(FieldType type) {
+  return type == FieldType::kObject || type == FieldType::kObjectList ||
+         type == FieldType::kStringMap;
+}
+
+}  // namespace kturn::config

@@ -12,13 +12,16 @@
 #include <memory>
 #include <vector>
 
+#include "client/stream_connection.h"
 #include "histogram.h"
 #include "kturn/result.h"
 #include "options.h"
-#include "stream_connection.h"
 #include "turn_client.h"
 
 namespace kturn::bench {
+
+using client::ClientTlsContext;
+using client::StreamConnection;
 
 // Shared by the main thread and every group.
 struct RunControl {

@@ -1,10 +1,11 @@
-#include "stream_connection.h"
+#include "client/stream_connection.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,8 +15,7 @@
 #include "net/sockaddr.h"
 #include "stun/stream_framing.h"
 
-namespace kturn::bench {
-namespace {
+namespace kturn::client {
 
 std::string sslError(const char* what) {
   char buf[256];
@@ -26,25 +26,74 @@ std::string sslError(const char* what) {
   return std::string(what) + ": " + buf;
 }
 
+namespace {
+
 Error ioError(const char* what, int err) {
   return Error{Error::Code::kIo, std::string(what) + ": " + std::strerror(err)};
 }
 
 }  // namespace
 
-Result<std::unique_ptr<ClientTlsContext>> ClientTlsContext::make(int max_version) {
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+std::string handshakeError(SSL* ssl) {
+  const long verify = SSL_get_verify_result(ssl);
+  if (verify != X509_V_OK) {
+    return std::string("server certificate not accepted: ") + X509_verify_cert_error_string(verify);
+  }
+  return sslError("handshake");
+}
+
+Result<std::unique_ptr<ClientTlsContext>> ClientTlsContext::make(
+    Kind kind, int max_version, const TlsVerification& verification) {
+  SSL_CTX* ctx = SSL_CTX_new(kind == Kind::kTls ? TLS_client_method() : DTLS_client_method());
   if (ctx == nullptr) return makeError(Error::Code::kIo, sslError("SSL_CTX_new"));
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_max_proto_version(ctx, max_version);
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  std::unique_ptr<ClientTlsContext> owner(new ClientTlsContext(ctx, !verification.insecure));
+  if (kind == Kind::kTls) {
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_max_proto_version(ctx, max_version);
+  } else {
+    SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION);
+  }
+  if (verification.insecure) {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+  } else {
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    const bool loaded =
+        verification.ca_file.empty()
+            ? SSL_CTX_set_default_verify_paths(ctx) == 1
+            : SSL_CTX_load_verify_locations(ctx, verification.ca_file.c_str(), nullptr) == 1;
+    if (!loaded) {
+      return makeError(
+          Error::Code::kInvalidArgument,
+          sslError(verification.ca_file.empty() ? "the system's trust store"
+                                                : ("CA file " + verification.ca_file).c_str()));
+    }
+  }
   // Partial writes: a non-blocking socket takes what it can and the rest stays queued, and the
   // retry may come from a moved buffer (the queue compacts).
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   // Read ahead: one read(2) takes every record the socket holds, instead of two per record
-  // (header, then body); the generator must stay cheaper than the servers it measures.
-  SSL_CTX_set_read_ahead(ctx, 1);
-  return std::unique_ptr<ClientTlsContext>(new ClientTlsContext(ctx));
+  // (header, then body); the bench's generator must stay cheaper than the servers it measures.
+  // A DTLS read always takes one whole datagram.
+  if (kind == Kind::kTls) SSL_CTX_set_read_ahead(ctx, 1);
+  return owner;
+}
+
+Result<SSL*> ClientTlsContext::newSession(const std::string& server_name) const {
+  SSL* ssl = SSL_new(ctx_);
+  if (ssl == nullptr) return makeError(Error::Code::kIo, sslError("SSL_new"));
+  const bool is_ip = IpAddress::parse(server_name).has_value();
+  // SNI carries names only (RFC 6066 §3).
+  if (!server_name.empty() && !is_ip) SSL_set_tlsext_host_name(ssl, server_name.c_str());
+  if (verifies_ && !server_name.empty()) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    const int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, server_name.c_str())
+                         : X509_VERIFY_PARAM_set1_host(param, server_name.c_str(), 0);
+    if (ok != 1) {
+      SSL_free(ssl);
+      return makeError(Error::Code::kInvalidArgument, sslError("server name to verify"));
+    }
+  }
+  return ssl;
 }
 
 ClientTlsContext::~ClientTlsContext() { SSL_CTX_free(ctx_); }
@@ -52,7 +101,8 @@ ClientTlsContext::~ClientTlsContext() { SSL_CTX_free(ctx_); }
 Result<std::unique_ptr<StreamConnection>> StreamConnection::open(const TransportAddress& server,
                                                                  const IpAddress& bind,
                                                                  const ClientTlsContext* tls,
-                                                                 int timeout_ms) {
+                                                                 int timeout_ms,
+                                                                 const std::string& server_name) {
   const int fd =
       ::socket(server.ip.isV4() ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) return ioError("socket", errno);
@@ -73,11 +123,11 @@ Result<std::unique_ptr<StreamConnection>> StreamConnection::open(const Transport
     return ioError("connect", errno);
   }
   if (tls != nullptr) {
-    c->ssl_ = SSL_new(tls->get());
-    if (c->ssl_ == nullptr || SSL_set_fd(c->ssl_, fd) != 1) {
-      return makeError(Error::Code::kIo, sslError("SSL_new"));
-    }
-    if (SSL_connect(c->ssl_) != 1) return makeError(Error::Code::kIo, sslError("TLS handshake"));
+    auto ssl = tls->newSession(server_name.empty() ? server.ip.toString() : server_name);
+    if (!ssl) return ssl.error();
+    c->ssl_ = *ssl;
+    if (SSL_set_fd(c->ssl_, fd) != 1) return makeError(Error::Code::kIo, sslError("SSL_set_fd"));
+    if (SSL_connect(c->ssl_) != 1) return makeError(Error::Code::kIo, handshakeError(c->ssl_));
   }
   const timeval none{0, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
@@ -212,4 +262,4 @@ std::string StreamConnection::tlsDescription() const {
   return std::string(SSL_get_version(ssl_)) + " " + SSL_get_cipher_name(ssl_);
 }
 
-}  // namespace kturn::bench
+}  // namespace kturn::client

@@ -1,12 +1,13 @@
-// One simulated client's TURN-TCP or TURN-TLS connection (RFC 8656 §3.1): a connected TCP
-// socket, optionally wrapped in a client-side TLS session, with a fixed-size output queue and a
+// A client's TURN-TCP or TURN-TLS connection (RFC 8656 §3.1): a connected TCP socket,
+// optionally wrapped in a client-side TLS session, with a fixed-size output queue and a
 // fixed-size input buffer that frames what arrives (STUN messages and ChannelData padded to four
 // bytes, stun/stream_framing.h). Both buffers are sized once, so the traffic loop never allocates:
 // frames are written straight into the output queue, and received frames are handed out as
 // spans into the input buffer.
 //
 // The connection is opened blocking (TCP connect and TLS handshake, bounded by a timeout) and
-// then switched to non-blocking for the measured traffic.
+// then switched to non-blocking for the traffic. kturn-bench's simulated clients and kturnctl's
+// TURN client (client/turn_client.h) both use it.
 #pragma once
 
 #include <cstddef>
@@ -23,35 +24,58 @@
 using SSL = struct ssl_st;
 using SSL_CTX = struct ssl_ctx_st;
 
-namespace kturn::bench {
+namespace kturn::client {
 
-// The client side's SSL_CTX: TLS 1.2 or 1.3, no certificate verification (the bench servers use
-// a throwaway self-signed certificate; turnutils_uclient does not verify either).
+// How a client checks the server's certificate. Verification is on by default: the chain must end
+// at a trusted CA (the system's, or `ca_file`) and name the host the client dialled (set per
+// connection, see StreamConnection::open). `insecure` accepts any certificate, as turncat's
+// --insecure and turnutils_uclient do, for self-signed test servers.
+struct TlsVerification {
+  bool insecure = false;
+  std::string ca_file{};  // PEM; empty: the system's trust store
+};
+
+// The client side's SSL_CTX for TLS (1.2 or 1.3) or DTLS (1.2).
 class ClientTlsContext {
  public:
-  // `max_version`: TLS1_2_VERSION, TLS1_3_VERSION or 0 for the highest OpenSSL supports.
-  static Result<std::unique_ptr<ClientTlsContext>> make(int max_version);
+  enum class Kind { kTls, kDtls };
+  // `max_version`: TLS1_2_VERSION, TLS1_3_VERSION or 0 for the highest OpenSSL supports; ignored
+  // for DTLS. Fails when `ca_file` cannot be read.
+  static Result<std::unique_ptr<ClientTlsContext>> make(Kind kind, int max_version,
+                                                        const TlsVerification& verification);
   ~ClientTlsContext();
   ClientTlsContext(const ClientTlsContext&) = delete;
   ClientTlsContext& operator=(const ClientTlsContext&) = delete;
   SSL_CTX* get() const { return ctx_; }
+  bool verifies() const { return verifies_; }
+
+  // Makes an SSL for a connection to `server_name` (a DNS name or an IP literal, as dialled):
+  // sets SNI for a name and the name or address the certificate must carry when verifying.
+  Result<SSL*> newSession(const std::string& server_name) const;
 
  private:
-  explicit ClientTlsContext(SSL_CTX* ctx) : ctx_(ctx) {}
+  ClientTlsContext(SSL_CTX* ctx, bool verifies) : ctx_(ctx), verifies_(verifies) {}
   SSL_CTX* ctx_;
+  bool verifies_;
 };
+
+// The last OpenSSL error (or errno) as "what: reason"; clears OpenSSL's error queue.
+std::string sslError(const char* what);
+// Why a handshake failed: the certificate check's verdict when that failed, else sslError().
+std::string handshakeError(SSL* ssl);
 
 class StreamConnection {
  public:
   static constexpr size_t kOutputCapacity = 64 * 1024;
   static constexpr size_t kInputCapacity = 64 * 1024;
 
-  // Connects from `bind` (port 0) to `server`; with `tls`, completes a TLS handshake. Both steps
-  // together are bounded by `timeout_ms`.
+  // Connects from `bind` (port 0) to `server`; with `tls`, completes a TLS handshake with
+  // `server_name` (empty: the server's address) as SNI and verified name. Both steps together
+  // are bounded by `timeout_ms`.
   static Result<std::unique_ptr<StreamConnection>> open(const TransportAddress& server,
                                                         const IpAddress& bind,
-                                                        const ClientTlsContext* tls,
-                                                        int timeout_ms);
+                                                        const ClientTlsContext* tls, int timeout_ms,
+                                                        const std::string& server_name = {});
   ~StreamConnection();
   StreamConnection(const StreamConnection&) = delete;
   StreamConnection& operator=(const StreamConnection&) = delete;
@@ -98,4 +122,4 @@ class StreamConnection {
   size_t in_head_ = 0;  // frames before this were handed out
 };
 
-}  // namespace kturn::bench
+}  // namespace kturn::client

@@ -35,7 +35,8 @@ REQUIRED_SERIES = {
     "kturn_allocations_expired_total", "kturn_allocations_ended_total",
     "kturn_allocations_rejected_total", "kturn_request_duration_seconds_bucket",
     "kturn_relayed_packets_total", "kturn_relayed_bytes_total", "kturn_auth_failures_total",
-    "kturn_drops_total", "stunner_listener_packets_total", "stunner_listener_bytes_total",
+    "kturn_drops_total", "kturn_permissions_rejected_total", "stunner_listener_packets_total",
+    "stunner_listener_bytes_total",
     "process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
 }
 # The sample names a metric family of each type puts into Prometheus.

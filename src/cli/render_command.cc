@@ -1,13 +1,18 @@
 #include "cli/render_command.h"
 
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
 #include <ostream>
 
+#include "k8s/api_client.h"
 #include "k8s/manifest_files.h"
+#include "k8s/rest_config.h"
 #include "operator/clock.h"
 #include "operator/cluster_snapshot.h"
 #include "operator/render_stream.h"
 #include "operator/renderer.h"
+#include "operator/watched_cluster.h"
 
 namespace kturn::cli {
 namespace {
@@ -28,6 +33,51 @@ void collect(const k8s::Json& conditions, const std::string& who, std::vector<st
     out.push_back(who + ": " + c.value("type", "") + " " + c.value("status", "") + " " +
                   c.value("reason", "") + ": " + c.value("message", ""));
   }
+}
+
+// The objects in the manifest files; an exit status.
+int readFiles(const std::vector<std::string>& paths, std::vector<k8s::Object>& objects,
+              std::ostream& err) {
+  for (const std::string& path : paths) {
+    auto loaded = k8s::loadManifestFiles(path);
+    if (!loaded) {
+      err << "kturnctl render: " << loaded.error().message << "\n";
+      return kRenderUsage;
+    }
+    for (k8s::Object& o : *loaded) objects.push_back(std::move(o));
+  }
+  return kRenderOk;
+}
+
+// The objects of every kind the operator watches, as its informers would hold them once synced;
+// an exit status. A kubeconfig that cannot be read or used is bad input (2), as an unreadable -f
+// is; a list that fails is a runtime failure (1).
+int readCluster(const RenderCommand& command, std::vector<k8s::Object>& objects,
+                std::ostream& err) {
+  auto config = k8s::loadKubeconfig(command.kubeconfig, command.context);
+  if (!config) {
+    err << "kturnctl render: " << config.error().message << "\n";
+    return kRenderUsage;
+  }
+  auto client = k8s::ApiClient::create(*config);
+  if (!client) {
+    err << "kturnctl render: kubeconfig " << command.kubeconfig << ": " << client.error().message
+        << "\n";
+    return kRenderUsage;
+  }
+  (*client)->setTimeout(
+      std::chrono::milliseconds(static_cast<int64_t>(command.timeoutSeconds * 1000)));
+  auto listing = op::WatchedCluster::listOnce(**client);
+  if (!listing) {
+    err << "kturnctl render: " << config->url() << ": " << listing.error().message << "\n";
+    return kRenderFailure;
+  }
+  for (const k8s::ResourceType& type : listing->notServed) {
+    err << "kturnctl render: " << config->url() << ": " << type.kind << " (" << type.apiVersion()
+        << ") is not served (CRD not installed?): read as empty\n";
+  }
+  objects = std::move(listing->objects);
+  return kRenderOk;
 }
 
 }  // namespace
@@ -52,12 +102,25 @@ std::vector<std::string> statusProblems(const op::RenderResult& result) {
 CLI::App* addRenderCommand(CLI::App& app, RenderCommand& command) {
   CLI::App* sub = app.add_subcommand(
       "render",
-      "Render Gateway API and STUNner manifests offline: prints each Gateway's dataplane config, "
+      "Render Gateway API and STUNner objects as the operator would, from manifest files (-f) or "
+      "from a live cluster (--kubeconfig, read only): prints each Gateway's dataplane config, "
       "Deployment and Service, and the status of every object, as a YAML stream. Exit status: 0 "
-      "no problems, 1 some status reports a problem (listed on stderr), 2 bad usage or input.");
-  sub->add_option("-f,--filename", command.paths,
-                  "manifest file, or directory of *.yaml, *.yml, *.json files (repeatable)")
-      ->required();
+      "no problems, 1 some status reports a problem (listed on stderr) or the cluster could not "
+      "be listed, 2 bad usage or input.");
+  CLI::Option* files =
+      sub->add_option("-f,--filename", command.paths,
+                      "manifest file, or directory of *.yaml, *.yml, *.json files (repeatable)");
+  CLI::Option* kubeconfig = sub->add_option(
+      "--kubeconfig", command.kubeconfig,
+      "instead of -f: list the objects the operator watches from the API server of this "
+      "kubeconfig, once; nothing is written ($KUBECONFIG is not read)");
+  files->excludes(kubeconfig);
+  sub->add_option("--context", command.context, "kubeconfig context (default: its current-context)")
+      ->needs(kubeconfig);
+  sub->add_option("--timeout", command.timeoutSeconds, "seconds per list request to the API server")
+      ->check(CLI::PositiveNumber)
+      ->needs(kubeconfig)
+      ->capture_default_str();
   sub->add_option("--controller-name", command.options.controllerName,
                   "GatewayClass controllerName to act for")
       ->capture_default_str();
@@ -79,15 +142,14 @@ CLI::App* addRenderCommand(CLI::App& app, RenderCommand& command) {
 }
 
 int runRender(RenderCommand& command, std::ostream& out, std::ostream& err) {
-  std::vector<k8s::Object> objects;
-  for (const std::string& path : command.paths) {
-    auto loaded = k8s::loadManifestFiles(path);
-    if (!loaded) {
-      err << "kturnctl render: " << loaded.error().message << "\n";
-      return kRenderUsage;
-    }
-    for (k8s::Object& o : *loaded) objects.push_back(std::move(o));
+  if (command.paths.empty() == command.kubeconfig.empty()) {
+    err << "kturnctl render: give one source: -f (manifest files) or --kubeconfig (a cluster)\n";
+    return kRenderUsage;
   }
+  std::vector<k8s::Object> objects;
+  const int read = command.paths.empty() ? readCluster(command, objects, err)
+                                         : readFiles(command.paths, objects, err);
+  if (read != kRenderOk) return read;
   command.options.enforceReferenceGrants = command.referenceGrants == "enforce";
   command.options.transitionTime = command.now.empty() ? op::utcNowRfc3339() : command.now;
   const op::ClusterSnapshot snapshot = op::ClusterSnapshot::fromObjects(std::move(objects));

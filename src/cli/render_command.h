@@ -1,4 +1,6 @@
 // `kturnctl render -f DIR`: the operator's renderer on manifest files, no cluster needed.
+// `kturnctl render --kubeconfig FILE`: the same renderer on what a live cluster holds, each kind
+// the operator watches listed once; nothing is written to the cluster.
 #pragma once
 
 #include <iosfwd>
@@ -17,13 +19,19 @@ namespace kturn::cli {
 // Exit codes of `kturnctl render`.
 inline constexpr int kRenderOk = 0;        // rendered, no object reports a problem
 inline constexpr int kRenderProblems = 1;  // rendered; some status condition reports a problem
+inline constexpr int kRenderFailure = 1;   // --kubeconfig: a list failed (unreachable, 401, 403)
 inline constexpr int kRenderUsage = 2;     // bad flags, unreadable or unparsable input
 
 struct RenderCommand {
-  std::vector<std::string> paths;  // files or directories
-  op::RenderOptions options;
+  // Exactly one source: files or directories, or a kubeconfig. $KUBECONFIG is not read: render
+  // goes to a cluster only when told to.
+  std::vector<std::string> paths{};
+  std::string kubeconfig{};
+  std::string context{};       // of the kubeconfig; empty: its current-context
+  double timeoutSeconds = 30;  // per list request to the API server
+  op::RenderOptions options{};
   std::string referenceGrants = "enforce";  // or "ignore"
-  std::string now;                          // lastTransitionTime; empty: the current time
+  std::string now{};                        // lastTransitionTime; empty: the current time
 };
 
 // Registers the `render` subcommand; `command` must outlive `app`.

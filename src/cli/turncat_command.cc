@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -20,6 +21,9 @@ namespace {
 constexpr const char* kPrefix = "kturnctl turncat: ";
 constexpr size_t kMaxDatagram = 65536;
 constexpr int kStopCheckMs = 200;  // how often a quiet tunnel looks at the stop latch
+// With "-": how long answers are still written out after standard input ended, so that
+// `echo query | kturnctl turncat - ...` prints the reply.
+constexpr auto kLingerAfterInput = std::chrono::seconds(1);
 
 struct Session {
   TransportAddress client{};  // the local application's address; unused with "-"
@@ -66,11 +70,14 @@ class Tunnel {
 
   int run(StopLatch& stop) {
     std::vector<pollfd> fds;
+    std::optional<client::TurnClient::Clock::time_point> input_ended;
     while (!stop.stopRequested()) {
-      fds.clear();
-      fds.push_back({local_fd_ >= 0 ? local_fd_ : STDIN_FILENO, POLLIN, 0});
-      int timeout = kStopCheckMs;
       const auto now = client::TurnClient::Clock::now();
+      if (input_ended && now >= *input_ended + kLingerAfterInput) return kExitOk;
+      fds.clear();
+      // After the end of standard input, fd -1: poll ignores the entry.
+      fds.push_back({local_fd_ >= 0 ? local_fd_ : (input_ended ? -1 : STDIN_FILENO), POLLIN, 0});
+      int timeout = kStopCheckMs;
       for (Session& s : sessions_) {
         fds.push_back({s.turn->fd(), POLLIN, 0});
         if (s.turn->hasBuffered()) timeout = 0;
@@ -101,7 +108,7 @@ class Tunnel {
         if (local_fd_ >= 0) {
           readLocal();
         } else if (!readStdin()) {
-          return kExitOk;
+          input_ended = client::TurnClient::Clock::now();
         }
       }
     }

@@ -5,7 +5,7 @@
 // with a channel bound to the peer; what the client sends reaches the peer from the relayed
 // address, and what the peer sends back reaches the client from the local address. With `-` as
 // the local side, standard input is sent (one datagram per read) and what comes back is written
-// to standard output.
+// to standard output, until a second after the input ended.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +34,8 @@ struct TurncatCommand {
 // Registers the `turncat` subcommand; `command` must outlive `app`.
 CLI::App* addTurncatCommand(CLI::App& app, TurncatCommand& command);
 
-// Runs until `stop` trips (exit 0, allocations released) or, with "-", until standard input
-// ends. A bad argument is kExitUsage; a local address that cannot be bound, or with "-" an
+// Runs until `stop` trips (exit 0, allocations released) or, with "-", until a second after
+// standard input ended. A bad argument is kExitUsage; a local address that cannot be bound, or with "-" an
 // allocation that fails, is kExitFailure. Sessions are reported on `err`, one line each.
 int runTurncat(const TurncatCommand& command, std::ostream& err, StopLatch& stop);
 

@@ -29,6 +29,23 @@ std::string urlEncode(std::string_view text) {
   return out;
 }
 
+Object typedObject(Json body, const ResourceType& type) {
+  if (!body.contains("apiVersion") || !body["apiVersion"].is_string()) {
+    body["apiVersion"] = type.apiVersion();
+  }
+  if (!body.contains("kind") || !body["kind"].is_string()) body["kind"] = type.kind;
+  return Object(std::move(body));
+}
+
+std::vector<Object> listItems(const Json& body, const ResourceType& type) {
+  std::vector<Object> out;
+  if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) return out;
+  for (const Json& item : body["items"]) {
+    if (item.is_object()) out.push_back(typedObject(item, type));
+  }
+  return out;
+}
+
 ApiClient::ApiClient(RestConfig config, std::shared_ptr<boost::asio::ssl::context> tls)
     : config_(std::move(config)), tls_(std::move(tls)), token_(config_.token, config_.tokenFile) {}
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "k8s/api_connection.h"
 #include "k8s/bearer_token.h"
@@ -83,5 +84,12 @@ class ApiClient {
 
 // "a=b" → "a%3Db": a query parameter value.
 std::string urlEncode(std::string_view text);
+
+// An object of `type` as the API server sent it, with apiVersion and kind set when absent: the
+// server omits them on list items of built-in kinds, and the object decoders need them.
+Object typedObject(Json body, const ResourceType& type);
+// The items of a list response's body (a <Kind>List), each a typedObject(); items that are not
+// objects are skipped.
+std::vector<Object> listItems(const Json& body, const ResourceType& type);
 
 }  // namespace kturn::k8s

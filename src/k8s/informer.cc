@@ -9,16 +9,6 @@ namespace {
 
 std::shared_ptr<spdlog::logger> logger() { return log::scope("k8s"); }
 
-// List items of built-in kinds come without apiVersion and kind (the API server omits them);
-// the object decoders need them.
-Object typedObject(Json body, const ResourceType& type) {
-  if (!body.contains("apiVersion") || !body["apiVersion"].is_string()) {
-    body["apiVersion"] = type.apiVersion();
-  }
-  if (!body.contains("kind") || !body["kind"].is_string()) body["kind"] = type.kind;
-  return Object(std::move(body));
-}
-
 }  // namespace
 
 Informer::Informer(ApiClient& client, ObjectCache& cache, OnChange onChange,
@@ -112,13 +102,7 @@ bool Informer::listOnce() {
     logger()->warn("list {}: {}", type.plural, response->describe());
     return false;
   }
-  std::vector<Object> objects;
-  const Json& items = response->body.contains("items") ? response->body["items"] : Json();
-  if (items.is_array()) {
-    for (const Json& item : items) {
-      if (item.is_object()) objects.push_back(typedObject(item, type));
-    }
-  }
+  std::vector<Object> objects = listItems(response->body, type);
   const Json& meta = response->body.value("metadata", Json::object());
   const std::string rv = meta.is_object() ? meta.value("resourceVersion", "") : "";
   logger()->debug("listed {} {} at resourceVersion {}", objects.size(), type.plural, rv);

@@ -20,6 +20,28 @@ std::vector<k8s::ResourceType> WatchedCluster::kinds() {
           r::namespace_()};
 }
 
+Result<WatchedCluster::Listing> WatchedCluster::listOnce(k8s::ApiClient& client) {
+  Listing out;
+  for (const k8s::ResourceType& type : kinds()) {
+    const std::string what = "list " + type.kind + " (" + type.apiVersion() + ")";
+    Result<k8s::ApiResponse> response = client.list(type);
+    if (!response) return makeError(response.error().code, what + ": " + response.error().message);
+    if (response->status == 404) {
+      out.notServed.push_back(type);
+      continue;
+    }
+    if (!response->ok() || !response->body.is_object()) {
+      return makeError(Error::Code::kIo,
+                       what + ": " + response->describe() + (response->ok() ? ", not a list" : ""));
+    }
+    // Through a cache, as the informers store them: the same order, the same "last one wins".
+    k8s::ObjectCache cache(type);
+    cache.replace(k8s::listItems(response->body, type));
+    for (k8s::Object& o : cache.snapshot()) out.objects.push_back(std::move(o));
+  }
+  return out;
+}
+
 WatchedCluster::WatchedCluster(k8s::ApiClient& client, std::function<void()> onChange,
                                k8s::InformerOptions options) {
   options.notServedIsEmpty = true;

@@ -7,11 +7,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "k8s/api_client.h"
 #include "k8s/informer.h"
 #include "k8s/object_cache.h"
+#include "kturn/result.h"
 
 namespace kturn::op {
 
@@ -26,6 +28,16 @@ class WatchedCluster {
 
   // The kinds, in the order they are listed.
   static std::vector<k8s::ResourceType> kinds();
+
+  // Every kind listed once and not watched: what snapshot() holds once synced(), in the same
+  // order, for a one-shot render (`kturnctl render --kubeconfig`). Only GETs. A kind not served
+  // (404) reads as empty, as here, and is named in `notServed`; any other failure (transport,
+  // 401, 403, 5xx, a body that is no list) stops the listing with an error naming the kind.
+  struct Listing {
+    std::vector<k8s::Object> objects;
+    std::vector<k8s::ResourceType> notServed;
+  };
+  static Result<Listing> listOnce(k8s::ApiClient& client);
 
   void start();
   void stop();

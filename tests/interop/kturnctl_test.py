@@ -11,7 +11,8 @@ coturn's turnutils_peer, a UDP echo server.
   datagram comes back to the client that sent it, from L, unchanged; turncat reported one
   allocation per client, with a relayed address in the server's relay port range; SIGTERM ends
   turncat with status 0. Then `-` mode: a line on turncat's standard input comes back on its
-  standard output, and the end of input ends it with status 0.
+  standard output, and the end of input ends it with status 0; piped input that ends at once
+  still gets its reply printed.
 --case icetest: `kturnctl icetest <server URI> -o json --progress always` with its built-in echo
   peer, in channel and send mode. Passes only if the report says every packet was sent and came
   back (0 lost), the RTT percentiles are ordered and positive, the relayed address is in the
@@ -127,7 +128,13 @@ def turncat_case(args, settings, server, workdir) -> None:
     proc.stdin.close()
     rc = proc.wait(timeout=10)
     h.check(rc == 0, f"turncat - exited {rc} at the end of input: {proc.stderr.read()!r}")
-    print("turncat -: a line on stdin came back on stdout")
+    # Input that ends at once (`echo query | turncat - ...`): the reply still comes out.
+    piped = subprocess.run(argv[:2] + ["-"] + argv[3:], input=b"query\n", capture_output=True,
+                           timeout=20)
+    h.check(piped.returncode == 0 and piped.stdout == b"query\n",
+            f"piped input: exit {piped.returncode}, stdout {piped.stdout!r}, "
+            f"stderr {piped.stderr!r}")
+    print("turncat -: lines on stdin came back on stdout, also after the input ended")
 
 
 def run_icetest(args, settings, extra, expect_rc: int, password=None):

@@ -29,7 +29,10 @@ uses:
   * coordination.k8s.io/v1 Leases are ordinary objects: optimistic concurrency by
     resourceVersion is what leader election needs;
   * bearer-token authentication (401 Status otherwise), HTTPS with a self-signed certificate
-    (real OpenSSL through Python's ssl module; the certificate is made with the openssl CLI).
+    (real OpenSSL through Python's ssl module; the certificate is made with the openssl CLI);
+  * --not-served <plural>[.<group>]: the kind is not served (its CRD is not installed): 404, as
+    any unknown path; --forbid <plural>[.<group>]: every request for the kind is a 403 Forbidden
+    Status, as RBAC answers a service account without the permission.
 
 Test control, outside the Kubernetes API (no authentication; loopback only):
   POST /testctl/compact         forget the event history: older resourceVersions get 410
@@ -519,6 +522,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "kturn-test-apiserver"
     store: Store = None  # set by main
     token: str = ""
+    forbidden: set = set()  # (group, plural) answered 403
     bookmark_interval = 1.0
     request_log: List[dict] = []
     log_lock = threading.Lock()
@@ -598,7 +602,19 @@ class Handler(BaseHTTPRequestHandler):
             if not self._authorized():
                 self._body()
                 raise ApiError(401, "Unauthorized", "Unauthorized")
-            fn(*self._route())
+            route = self._route()
+            res, name, query = route[0], route[2], route[4]
+            if res.key in self.forbidden:
+                self._body()
+                verb = {"POST": "create", "PUT": "update", "PATCH": "patch",
+                        "DELETE": "delete"}.get(self.command, "get")
+                if verb == "get" and name is None:
+                    verb = "watch" if query.get("watch") in ("true", "1") else "list"
+                raise ApiError(403, "Forbidden",
+                               f'{res.plural}{"." + res.group if res.group else ""} is forbidden: '
+                               f'User "kturn-test" cannot {verb} resource "{res.plural}" in API '
+                               f'group "{res.group}"')
+            fn(*route)
         except ApiError as e:
             self._send_json(e.status["code"], e.status)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
@@ -835,6 +851,13 @@ def load_manifests(store: Store, paths: List[str]) -> int:
     return n
 
 
+def resource_key(name: str) -> Tuple[str, str]:
+    """"udproutes.gateway.networking.k8s.io" -> (group, plural), as a CRD is named; "secrets" ->
+    ("", "secrets")."""
+    plural, _, group = name.partition(".")
+    return (group, plural)
+
+
 def make_cert(workdir: str) -> Tuple[str, str]:
     cert = os.path.join(workdir, "apiserver.crt")
     key = os.path.join(workdir, "apiserver.key")
@@ -875,6 +898,10 @@ def main() -> int:
     p.add_argument("--kubeconfig-out", help="write a kubeconfig for this server here")
     p.add_argument("--history", type=int, default=10000, help="watch events kept")
     p.add_argument("--bookmark-interval", type=float, default=1.0)
+    p.add_argument("--not-served", action="append", default=[], metavar="PLURAL[.GROUP]",
+                   help="a kind whose CRD is not installed: 404 (repeatable)")
+    p.add_argument("--forbid", action="append", default=[], metavar="PLURAL[.GROUP]",
+                   help="a kind every request for which is 403 Forbidden (repeatable)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args()
     if args.host not in ("127.0.0.1", "::1", "localhost"):
@@ -890,6 +917,9 @@ def main() -> int:
     except (ApiError, OSError, yaml.YAMLError) as e:
         print(f"kturn-test-apiserver: manifests: {e}", file=sys.stderr)
         return 2
+    for name in args.not_served:
+        store.resources.pop(resource_key(name), None)
+    Handler.forbidden = {resource_key(name) for name in args.forbid}
 
     server = Server((args.host, args.port), Handler)
     server.verbose = args.verbose

@@ -30,6 +30,9 @@ struct TestApiServerOptions {
   std::vector<std::string> manifests{};
   double bookmarkInterval = 1.0;
   int history = 10000;
+  // Kinds as "<plural>[.<group>]": not served (404, a CRD not installed), or answered 403.
+  std::vector<std::string> notServed{};
+  std::vector<std::string> forbidden{};
 };
 
 class TestApiServer {
@@ -95,6 +98,8 @@ class TestApiServer {
       args.insert(args.end(), {"--tls", "--cert-dir", dir_.string()});
     }
     for (const std::string& m : options_.manifests) args.insert(args.end(), {"--manifests", m});
+    for (const std::string& k : options_.notServed) args.insert(args.end(), {"--not-served", k});
+    for (const std::string& k : options_.forbidden) args.insert(args.end(), {"--forbid", k});
     const std::string log = (dir_ / "apiserver.log").string();
     pid_ = ::fork();
     if (pid_ == 0) {

@@ -31,10 +31,10 @@ bool authorized(const std::string& token, const admin::Request& request) {
                                    crypto::asBytes(token));
 }
 
-// What both endpoints share: checks, query, config, credential. Either the ICE server and the
-// query, or the error response.
+// What both endpoints share: checks, query, configs, credentials. Either the ICE servers (at
+// least one) and the query, or the error response.
 struct Minted {
-  IceServer server;
+  std::vector<IceServer> servers;
   IceQuery query;
 };
 
@@ -47,15 +47,19 @@ std::variant<Minted, admin::Response> mint(const ConfigHolder& configs,
   auto query = parseIceQuery(request.query);
   if (!query) return errorResponse(400, query.error().message);
   if (query->service != "turn") return errorResponse(400, R"("service" must be "turn")");
-  const auto config = configs.get();
-  if (config == nullptr) return errorResponse(500, "no dataplane configuration available");
-  auto server = iceServer(*config, *query, options.clock());
-  if (!server) {
-    spdlog::error("cannot mint a credential: {}", server.error().message);
-    return errorResponse(500, "could not generate TURN credential: " + server.error().message);
+  const auto current = configs.get();
+  if (current->empty()) return errorResponse(500, "no dataplane configuration available");
+  IceServerList list = iceServers(*current, *query, options.clock());
+  for (const Error& e : list.errors) spdlog::error("cannot mint a credential: {}", e.message);
+  if (list.servers.empty()) {
+    // STUNner answers 404 here too; naming why the selected gateways gave nothing is kinder.
+    if (!list.errors.empty()) {
+      return errorResponse(500,
+                           "could not generate TURN credential: " + list.errors.front().message);
+    }
+    return errorResponse(404, "no valid listener found");
   }
-  if (server->urls.empty()) return errorResponse(404, "no valid listener found");
-  return Minted{std::move(*server), std::move(*query)};
+  return Minted{std::move(list.servers), std::move(*query)};
 }
 
 }  // namespace
@@ -66,11 +70,14 @@ admin::Handler turnAuthHandler(const ConfigHolder& configs, AuthHandlerOptions o
     if (request.path != "/") return errorResponse(404, "404 page not found");
     auto minted = mint(configs, options, request);
     if (auto* error = std::get_if<admin::Response>(&minted)) return std::move(*error);
+    // The TURN REST API has room for one server: the first gateway's, as STUNner's service
+    // (which takes whichever its map yields first).
     const Minted& m = std::get<Minted>(minted);
-    return jsonResponse(200, {{"username", m.server.credential.username},
-                              {"password", m.server.credential.password},
+    const IceServer& first = m.servers.front();
+    return jsonResponse(200, {{"username", first.credential.username},
+                              {"password", first.credential.password},
                               {"ttl", m.query.ttl.count()},
-                              {"uris", m.server.urls}});
+                              {"uris", first.urls}});
   };
 }
 
@@ -79,10 +86,13 @@ admin::Handler iceAuthHandler(const ConfigHolder& configs, AuthHandlerOptions op
     auto minted = mint(configs, options, request);
     if (auto* error = std::get_if<admin::Response>(&minted)) return std::move(*error);
     const Minted& m = std::get<Minted>(minted);
-    const nlohmann::json server = {{"urls", m.server.urls},
-                                   {"username", m.server.credential.username},
-                                   {"credential", m.server.credential.password}};
-    return jsonResponse(200, {{"iceServers", nlohmann::json::array({server})},
+    nlohmann::json servers = nlohmann::json::array();
+    for (const IceServer& server : m.servers) {
+      servers.push_back({{"urls", server.urls},
+                         {"username", server.credential.username},
+                         {"credential", server.credential.password}});
+    }
+    return jsonResponse(200, {{"iceServers", std::move(servers)},
                               {"iceTransportPolicy", m.query.ice_transport_policy}});
   };
 }

@@ -3,9 +3,11 @@
 //   GET /     TURN REST API response {"username","password","ttl","uris"}
 //   GET /ice  RTCConfiguration {"iceServers":[{"urls","username","credential"}],
 //                               "iceTransportPolicy"}
-// Query parameters in ice_config.h. Errors: 400 for a bad query (service other than "turn"), 401
-// without the bearer token when one is configured, 404 when no listener is selected, 500 when
-// no config has arrived yet or it cannot mint a credential. Error bodies are JSON
+// Query parameters and how the configs of several gateways combine in ice_config.h: /ice has one
+// iceServers entry per gateway with a selected listener, / the first of them. Errors: 400 for a
+// bad query (service other than "turn"), 401 without the bearer token when one is configured,
+// 404 when no listener is selected, 500 when no config is held (none arrived yet, or every one
+// was deleted) or no selected gateway can mint a credential. Error bodies are JSON
 // {"code":<status>,"message":"..."}.
 #pragma once
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cds/cds_client.h"
+#include "cds/cds_list_client.h"
 #include "cds/origin.h"
 #include "daemon/config_source.h"
 #include "daemon/file_watcher.h"
@@ -23,24 +24,47 @@ Result<void> ConfigFollower::reload() {
   return {};
 }
 
+Result<void> ConfigFollower::watchOne() {
+  auto client = cds::CdsClient::create({.origin = options_.origin, .id = options_.id});
+  if (!client) return client.error();
+  cds_ = std::move(*client);
+  return cds_->watch({
+      .on_config =
+          [this](config::StunnerConfig config) {
+            spdlog::info("config received from CDS (auth: {}, {} listeners)", config.auth.type,
+                         config.listeners.size());
+            holder_.set(std::move(config));
+          },
+      .on_error = [](const Error& e) { spdlog::warn("config discovery: {}", e.message); },
+  });
+}
+
+Result<void> ConfigFollower::watchAll() {
+  auto client = cds::CdsListClient::create({.origin = options_.origin});
+  if (!client) return client.error();
+  cds_list_ = std::move(*client);
+  spdlog::info("watching every config of {}", cds_list_->origin().toString());
+  return cds_list_->watch({
+      .on_config =
+          [this](const std::string& id, config::StunnerConfig config) {
+            spdlog::info("config {} received from CDS (auth: {}, {} listeners)", id,
+                         config.auth.type, config.listeners.size());
+            holder_.upsert(id, std::move(config));
+          },
+      .on_delete =
+          [this](const std::string& id) {
+            spdlog::info("config {} deleted at CDS", id);
+            holder_.remove(id);
+          },
+      .on_error = [](const Error& e) { spdlog::warn("config discovery: {}", e.message); },
+  });
+}
+
 Result<void> ConfigFollower::start() {
   if (options_.origin.empty()) {
     return makeError(Error::Code::kInvalidArgument, "no config origin given (-c)");
   }
-  if (cds::isCdsOrigin(options_.origin)) {
-    auto client = cds::CdsClient::create({.origin = options_.origin, .id = options_.id});
-    if (!client) return client.error();
-    cds_ = std::move(*client);
-    return cds_->watch({
-        .on_config =
-            [this](config::StunnerConfig config) {
-              spdlog::info("config received from CDS (auth: {}, {} listeners)", config.auth.type,
-                           config.listeners.size());
-              holder_.set(std::move(config));
-            },
-        .on_error = [](const Error& e) { spdlog::warn("config discovery: {}", e.message); },
-    });
-  }
+  if (cds::isCdsOrigin(options_.origin)) return options_.id.empty() ? watchAll() : watchOne();
   if (auto loaded = reload(); !loaded) return loaded;
   if (!daemon::isReloadable(options_.origin)) return {};
   const std::string path =
@@ -59,6 +83,7 @@ Result<void> ConfigFollower::start() {
 void ConfigFollower::stop() {
   if (watcher_) watcher_->stop();
   if (cds_) cds_->stop();
+  if (cds_list_) cds_list_->stop();
 }
 
 }  // namespace kturn::auth

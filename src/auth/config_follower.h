@@ -1,10 +1,13 @@
-// ConfigFollower: keeps a ConfigHolder on the current dataplane config of kturn-auth's origin:
-//   file://PATH or PATH   loaded at start (an error fails the start), then re-read whenever the
-//                         file changes (inotify, daemon/file_watcher.h); a config that does not
-//                         load is logged and the previous one kept
-//   http(s)://, ws(s)://  a CDS server, watched for the config of one gateway (`id`,
-//                         "namespace/name") with the CDS client (cds/cds_client.h); requests get
-//                         500 until the first config arrives
+// ConfigFollower: keeps a ConfigHolder on the current dataplane configs of kturn-auth's origin:
+//   file://PATH or PATH   one config, loaded at start (an error fails the start), then re-read
+//                         whenever the file changes (inotify, daemon/file_watcher.h); a config
+//                         that does not load is logged and the previous one kept
+//   http(s)://, ws(s)://  a CDS server. With `id` ("namespace/name"): the config of that one
+//                         gateway (cds/cds_client.h). Without: every config the server holds,
+//                         each under its id, added, replaced and dropped as the server says
+//                         (cds/cds_list_client.h), as STUNner's auth service watches. A config
+//                         that does not validate is logged and that gateway's previous one kept.
+//                         Requests get 500 until the first config arrives.
 #pragma once
 
 #include <memory>
@@ -15,7 +18,8 @@
 
 namespace kturn::cds {
 class CdsClient;
-}
+class CdsListClient;
+}  // namespace kturn::cds
 namespace kturn::daemon {
 class FileWatcher;
 }
@@ -24,7 +28,7 @@ namespace kturn::auth {
 
 struct ConfigFollowerOptions {
   std::string origin{};
-  std::string id{};  // CDS only
+  std::string id{};  // CDS only; empty: every gateway
 };
 
 class ConfigFollower {
@@ -39,11 +43,14 @@ class ConfigFollower {
 
  private:
   Result<void> reload();
+  Result<void> watchOne();
+  Result<void> watchAll();
 
   ConfigFollowerOptions options_;
   ConfigHolder& holder_;
   std::unique_ptr<daemon::FileWatcher> watcher_;
   std::unique_ptr<cds::CdsClient> cds_;
+  std::unique_ptr<cds::CdsListClient> cds_list_;
 };
 
 }  // namespace kturn::auth

@@ -105,4 +105,18 @@ Result<IceServer> iceServer(const config::StunnerConfig& config, const IceQuery&
   return server;
 }
 
+IceServerList iceServers(const ConfigSet& configs, const IceQuery& query,
+                         std::chrono::system_clock::time_point now) {
+  IceServerList list;
+  for (const auto& [id, config] : configs) {
+    auto server = iceServer(*config, query, now);
+    if (!server) {
+      list.errors.push_back(makeError(server.error().code, id + ": " + server.error().message));
+    } else if (!server->urls.empty()) {
+      list.servers.push_back(std::move(*server));
+    }
+  }
+  return list;
+}
+
 }  // namespace kturn::auth

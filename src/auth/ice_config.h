@@ -1,11 +1,12 @@
-// The ICE configuration kturn-auth answers with, built from one dataplane config and the query
-// parameters of STUNner's auth service API (stunner-auth-service api/stunner.yaml):
+// The ICE configuration kturn-auth answers with, built from the dataplane configs it follows
+// (one per gateway) and the query parameters of STUNner's auth service API
+// (stunner-auth-service api/stunner.yaml):
 //   service             must be "turn"
 //   username            user id in ephemeral usernames ("<expiry>:<username>"); default empty
 //   ttl                 credential lifetime in seconds; default 86400
 //   namespace, gateway, listener
-//                       which listeners' URIs to return; as in STUNner, `gateway` only counts
-//                       with `namespace`, and `listener` only with both
+//                       which listeners' URIs to return, across every config; as in STUNner,
+//                       `gateway` only counts with `namespace`, and `listener` only with both
 //   public-addr         the host to put in the URIs instead of the listeners' addresses
 //   iceTransportPolicy  echoed in /ice: all (default), relay or public
 //
@@ -21,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "auth/config_holder.h"
 #include "auth/credential.h"
 #include "config/stunner_config.h"
 #include "kturn/result.h"
@@ -55,15 +57,28 @@ ListenerId listenerId(const config::StunnerConfig& config, const config::Listene
 // public_address and address are both empty or a wildcard, and no public-addr was asked for).
 std::vector<std::string> listenerUris(const config::StunnerConfig& config, const IceQuery& query);
 
-// One RTCIceServer entry.
+// One RTCIceServer entry: one config's selected listeners and a credential for them.
 struct IceServer {
   std::vector<std::string> urls;
   Credential credential;
 };
 
 // The URIs of listenerUris() with a credential minted at `now` (mintCredential's errors). Empty
-// urls when no listener is selected: the caller answers 404 then, as STUNner's service.
+// urls when no listener is selected, and then no credential is minted.
 Result<IceServer> iceServer(const config::StunnerConfig& config, const IceQuery& query,
                             std::chrono::system_clock::time_point now);
+
+// What /ice answers with (and / takes the first of), as STUNner's service builds it
+// (internal/handler/ice.go getIceServerConf): one entry per config that has a selected listener,
+// each with a credential minted from that config's own auth section, so every gateway gets a
+// credential its own kturnd accepts. Entries in id order (STUNner's follow Go's sync.Map, in no
+// set order). A config with selected listeners that cannot mint (auth none, no secret) is left
+// out, as STUNner leaves it out; its error, prefixed with its id, goes to `errors`.
+struct IceServerList {
+  std::vector<IceServer> servers;
+  std::vector<Error> errors;
+};
+IceServerList iceServers(const ConfigSet& configs, const IceQuery& query,
+                         std::chrono::system_clock::time_point now);
 
 }  // namespace kturn::auth

@@ -1,6 +1,7 @@
 // kturn-auth: mints TURN credentials and ICE server lists for WebRTC clients, drop-in for
 // STUNner's auth service (GET /?service=turn, GET /ice?service=turn; see docs/auth.md).
 //   kturn-auth -c /etc/kturn/stunnerd.conf                       a dataplane config file
+//   kturn-auth -c http://stunner-cds:13478                       every gateway's config over CDS
 //   kturn-auth -c http://stunner-cds:13478 --id ns/gateway        one gateway's config over CDS
 //   kturn-auth -c FILE --port 8088 --token-file /var/run/token    bearer-token protected
 #include <signal.h>
@@ -13,7 +14,6 @@
 #include "auth/auth_handlers.h"
 #include "auth/config_follower.h"
 #include "auth/token_file.h"
-#include "cds/origin.h"
 #include "common/log.h"
 #include "common/signals.h"
 
@@ -30,7 +30,9 @@ int main(int argc, char** argv) {
                  "config origin: file://PATH (or a path), or a config discovery server "
                  "(http://, ws://, https://, wss://)")
       ->required();
-  app.add_option("-i,--id", id, "gateway id at the config discovery server, <namespace>/<name>");
+  app.add_option("-i,--id", id,
+                 "with a config discovery server: follow only this gateway, <namespace>/<name> "
+                 "(default: every gateway the server holds)");
   app.add_option("-a,--address", address, "address to listen on");
   app.add_option("-p,--port", port, "port to listen on");
   app.add_option("--token-file", token_file,
@@ -45,11 +47,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kturn-auth: -l: %s\n", ok.error().message.c_str());
     return 2;
   }
-  if (kturn::cds::isCdsOrigin(origin) && id.empty()) {
-    std::fprintf(stderr, "kturn-auth: a config discovery origin needs --id <namespace>/<name>\n");
-    return 2;
-  }
-
   // Threads started below inherit this mask; the main thread takes the signals with sigwait().
   sigset_t set = kturn::signals::blockTermination();
 

@@ -1,14 +1,7 @@
 #include "cds/cds_client.h"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <exception>
 #include <optional>
 
@@ -19,49 +12,8 @@
 namespace kturn::cds {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 
 namespace {
-
-constexpr uint64_t kMaxResponseBody = 16 << 20;  // configs carry base64 certificates
-
-struct HttpReply {
-  unsigned status = 0;
-  std::string body;
-};
-
-template <class Stream>
-asio::awaitable<Result<HttpReply>> httpGet(Stream& stream, const Origin& origin,
-                                           const std::string& target) {
-  const auto token = asio::as_tuple(asio::use_awaitable);
-  http::request<http::empty_body> request{http::verb::get, target, 11};
-  request.set(http::field::host, origin.hostPort());
-  request.set(http::field::user_agent, "kturn-cds-client");
-  request.set(http::field::accept, "application/json");
-  auto [write_ec, written] = co_await http::async_write(stream, request, token);
-  if (write_ec) co_return makeError(Error::Code::kIo, "sending request: " + write_ec.message());
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(kMaxResponseBody);
-  auto [read_ec, read] = co_await http::async_read(stream, buffer, parser, token);
-  if (read_ec) co_return makeError(Error::Code::kIo, "reading response: " + read_ec.message());
-  co_return HttpReply{parser.get().result_int(), std::move(parser.get().body())};
-}
-
-template <class Stream>
-asio::awaitable<Result<HttpReply>> fetch(Stream& stream, const Origin& origin,
-                                         const std::string& target,
-                                         std::chrono::milliseconds timeout, bool verify_host) {
-  beast::error_code ec;
-  if constexpr (std::is_same_v<Stream, TlsStream>) {
-    ec = co_await openStream(stream, origin, timeout, verify_host);
-  } else {
-    ec = co_await openStream(stream, origin, timeout);
-  }
-  if (ec) co_return makeError(Error::Code::kIo, "connecting: " + ec.message());
-  co_return co_await httpGet(stream, origin, target);
-}
 
 std::string trimmed(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
@@ -86,11 +38,11 @@ Result<HttpReply> getDocument(const Origin& origin, const std::string& target,
     auto run = [&]() -> asio::awaitable<void> {
       if (tls) {
         TlsStream stream(ioc, *tls);
-        reply = co_await fetch(stream, origin, target, options.request_timeout,
-                               !options.tls_insecure_skip_verify);
+        reply = co_await fetchDocument(stream, origin, target, options.request_timeout,
+                                       !options.tls_insecure_skip_verify);
       } else {
         PlainStream stream(ioc);
-        reply = co_await fetch(stream, origin, target, options.request_timeout, false);
+        reply = co_await fetchDocument(stream, origin, target, options.request_timeout);
       }
     };
     asio::co_spawn(ioc, run(), [](std::exception_ptr) {});
@@ -127,12 +79,7 @@ Result<std::unique_ptr<CdsClient>> CdsClient::create(CdsClientOptions options) {
   if (!origin) return origin.error();
   Result<ConfigId> id = parseConfigId(options.id);
   if (!id) return id.error();
-  if (options.ping_period <= std::chrono::milliseconds::zero() ||
-      options.pong_wait <= std::chrono::milliseconds::zero() ||
-      options.retry_period < std::chrono::milliseconds::zero() ||
-      options.request_timeout <= std::chrono::milliseconds::zero()) {
-    return makeError(Error::Code::kInvalidArgument, "CDS client: timings must be positive");
-  }
+  if (auto ok = checkTimings(options); !ok) return ok.error();
   return std::unique_ptr<CdsClient>(
       new CdsClient(std::move(options), std::move(origin).value(), std::move(id).value()));
 }
@@ -183,26 +130,18 @@ Result<void> CdsClient::watch(WatchCallbacks callbacks) {
     return makeError(Error::Code::kInvalidArgument, "CDS watch: on_config is required");
   }
   if (watcher_) return makeError(Error::Code::kInvalidArgument, "CDS watch: already watching");
-  std::shared_ptr<asio::ssl::context> tls;
-  if (origin_.tls) {
-    auto ctx = makeClientTlsContext(options_.tls_ca_file, options_.tls_insecure_skip_verify);
-    if (!ctx) return ctx.error();
-    tls = std::move(ctx).value();
-  }
-  WatcherSettings settings{
-      .origin = origin_,
-      .target = watchTarget(),
-      .ping_period = options_.ping_period,
-      .pong_wait = options_.pong_wait,
-      .retry_period = options_.retry_period,
-      .handshake_timeout = options_.request_timeout,
-      .suppress_delete = options_.suppress_delete,
-      .expand_env = options_.expand_env,
-      .tls = std::move(tls),
-      .verify_host = !options_.tls_insecure_skip_verify,
+  Result<WatcherSettings> settings = makeWatcherSettings(options_, origin_, watchTarget());
+  if (!settings) return settings.error();
+  WatcherSink sink{
+      .on_config =
+          [stats = stats_, on_config = std::move(callbacks.on_config)](config::StunnerConfig c) {
+            ++stats->configs;
+            on_config(std::move(c));
+          },
+      .on_error = std::move(callbacks.on_error),
   };
   Result<std::shared_ptr<Watcher>> watcher =
-      Watcher::start(std::move(settings), std::move(callbacks), stats_);
+      Watcher::start(std::move(settings).value(), std::move(sink), stats_);
   if (!watcher) return watcher.error();
   watcher_ = std::move(watcher).value();
   return {};

@@ -67,6 +67,7 @@ struct CdsClientStats {
   uint64_t connects = 0;     // WebSocket sessions opened
   uint64_t disconnects = 0;  // sessions that ended (error, server close, dead peer)
   uint64_t configs = 0;      // configs delivered to on_config
+  uint64_t deletes = 0;      // list watches: deletions delivered to on_delete
   uint64_t rejected = 0;     // messages that were not a valid config
   uint64_t deletes_suppressed = 0;
   uint64_t pings_sent = 0;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cds/url_util.h"
+#include "config/defaults.h"
 #include "config/parser.h"
 #include "config/serializer.h"
 #include "config/validator.h"
@@ -81,6 +82,32 @@ Result<std::vector<config::StunnerConfig>> parseListJson(std::string_view text, 
     out.push_back(std::move(parsed).value());
   }
   return out;
+}
+
+Result<std::vector<std::string>> parseListIds(std::string_view text) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return makeError(Error::Code::kMalformed, "config list: not a JSON object");
+  }
+  std::vector<std::string> ids;
+  const auto items = doc.find("items");
+  if (items == doc.end() || items->is_null()) return ids;
+  if (!items->is_array()) return makeError(Error::Code::kMalformed, "items: not a list");
+  for (size_t i = 0; i < items->size(); ++i) {
+    const nlohmann::json& item = (*items)[i];
+    if (!item.is_object()) {
+      return makeError(Error::Code::kMalformed,
+                       "items[" + std::to_string(i) + "]: not a JSON object");
+    }
+    std::string id;
+    if (const auto admin = item.find("admin"); admin != item.end() && admin->is_object()) {
+      if (const auto name = admin->find("name"); name != admin->end() && name->is_string()) {
+        id = name->get<std::string>();
+      }
+    }
+    ids.push_back(id.empty() ? std::string(config::kDefaultStunnerName) : std::move(id));
+  }
+  return ids;
 }
 
 }  // namespace kturn::cds

@@ -74,5 +74,10 @@ std::string toListJson(const std::vector<const config::StunnerConfig*>& items);
 // the whole list, the error naming it: `items[2].listeners[0].port: must be 1-65535`.
 Result<std::vector<config::StunnerConfig>> parseListJson(std::string_view text,
                                                          bool expand_env = true);
+// Only the ids of a list document's items, in order: each item's admin.name, or the name
+// validation would give it (config::kDefaultStunnerName) when it has none. The items are not
+// parsed further, so one bad config cannot hide the others' ids. kMalformed when the document
+// is not a list of objects.
+Result<std::vector<std::string>> parseListIds(std::string_view text);
 
 }  // namespace kturn::cds

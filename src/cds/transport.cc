@@ -7,13 +7,43 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
 #include <exception>
 
 namespace kturn::cds {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
+namespace http = beast::http;
 using asio::ip::tcp;
+
+namespace {
+
+constexpr uint64_t kMaxResponseBody = 16 << 20;  // configs carry base64 certificates
+
+template <class Stream>
+asio::awaitable<Result<HttpReply>> httpGet(Stream& stream, const Origin& origin,
+                                           const std::string& target) {
+  const auto token = asio::as_tuple(asio::use_awaitable);
+  http::request<http::empty_body> request{http::verb::get, target, 11};
+  request.set(http::field::host, origin.hostPort());
+  request.set(http::field::user_agent, "kturn-cds-client");
+  request.set(http::field::accept, "application/json");
+  auto [write_ec, written] = co_await http::async_write(stream, request, token);
+  if (write_ec) co_return makeError(Error::Code::kIo, "sending request: " + write_ec.message());
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxResponseBody);
+  auto [read_ec, read] = co_await http::async_read(stream, buffer, parser, token);
+  if (read_ec) co_return makeError(Error::Code::kIo, "reading response: " + read_ec.message());
+  co_return HttpReply{parser.get().result_int(), std::move(parser.get().body())};
+}
+
+}  // namespace
 
 Result<std::shared_ptr<asio::ssl::context>> makeClientTlsContext(const std::string& ca_file,
                                                                  bool insecure) {
@@ -79,6 +109,23 @@ asio::awaitable<beast::error_code> openStream(TlsStream& stream, const Origin& o
   auto [handshake_ec] = co_await stream.async_handshake(asio::ssl::stream_base::client,
                                                         asio::as_tuple(asio::use_awaitable));
   co_return handshake_ec;
+}
+
+asio::awaitable<Result<HttpReply>> fetchDocument(PlainStream& stream, const Origin& origin,
+                                                 const std::string& target,
+                                                 std::chrono::steady_clock::duration timeout) {
+  const beast::error_code ec = co_await openStream(stream, origin, timeout);
+  if (ec) co_return makeError(Error::Code::kIo, "connecting: " + ec.message());
+  co_return co_await httpGet(stream, origin, target);
+}
+
+asio::awaitable<Result<HttpReply>> fetchDocument(TlsStream& stream, const Origin& origin,
+                                                 const std::string& target,
+                                                 std::chrono::steady_clock::duration timeout,
+                                                 bool verify_host) {
+  const beast::error_code ec = co_await openStream(stream, origin, timeout, verify_host);
+  if (ec) co_return makeError(Error::Code::kIo, "connecting: " + ec.message());
+  co_return co_await httpGet(stream, origin, target);
 }
 
 }  // namespace kturn::cds

@@ -1,6 +1,6 @@
 // Client-side connection setup shared by CdsClient's one-shot GET and its watcher: resolve,
-// connect, TLS handshake (https/wss), each step bounded by the caller's deadline. Private to
-// src/cds.
+// connect, TLS handshake (https/wss), each step bounded by the caller's deadline; and one HTTP
+// GET over such a stream. Private to src/cds.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -33,5 +33,22 @@ boost::asio::awaitable<boost::beast::error_code> openStream(
 boost::asio::awaitable<boost::beast::error_code> openStream(
     TlsStream& stream, const Origin& origin, std::chrono::steady_clock::duration timeout,
     bool verify_host);
+
+struct HttpReply {
+  unsigned status = 0;
+  std::string body;
+};
+
+// openStream(), then GET `target` (Accept: application/json) and read the whole answer, body
+// capped at 16 MiB (configs carry base64 certificates). The deadline covers all of it. kIo for
+// a failure to connect, send or read ("connecting: ...", "reading response: ..."); any HTTP
+// status is a reply.
+boost::asio::awaitable<Result<HttpReply>> fetchDocument(
+    PlainStream& stream, const Origin& origin, const std::string& target,
+    std::chrono::steady_clock::duration timeout);
+boost::asio::awaitable<Result<HttpReply>> fetchDocument(TlsStream& stream, const Origin& origin,
+                                                        const std::string& target,
+                                                        std::chrono::steady_clock::duration timeout,
+                                                        bool verify_host);
 
 }  // namespace kturn::cds

@@ -59,6 +59,7 @@ CdsClientStats WatcherStats::snapshot() const {
       .connects = connects.load(),
       .disconnects = disconnects.load(),
       .configs = configs.load(),
+      .deletes = deletes.load(),
       .rejected = rejected.load(),
       .deletes_suppressed = deletes_suppressed.load(),
       .pings_sent = pings_sent.load(),
@@ -66,10 +67,42 @@ CdsClientStats WatcherStats::snapshot() const {
   };
 }
 
-Watcher::Watcher(WatcherSettings settings, WatchCallbacks callbacks,
-                 std::shared_ptr<WatcherStats> stats)
+Result<void> checkTimings(const CdsClientOptions& options) {
+  if (options.ping_period <= std::chrono::milliseconds::zero() ||
+      options.pong_wait <= std::chrono::milliseconds::zero() ||
+      options.retry_period < std::chrono::milliseconds::zero() ||
+      options.request_timeout <= std::chrono::milliseconds::zero()) {
+    return makeError(Error::Code::kInvalidArgument, "CDS client: timings must be positive");
+  }
+  return {};
+}
+
+Result<WatcherSettings> makeWatcherSettings(const CdsClientOptions& options, const Origin& origin,
+                                            std::string target) {
+  if (auto ok = checkTimings(options); !ok) return ok.error();
+  std::shared_ptr<asio::ssl::context> tls;
+  if (origin.tls) {
+    auto ctx = makeClientTlsContext(options.tls_ca_file, options.tls_insecure_skip_verify);
+    if (!ctx) return ctx.error();
+    tls = std::move(ctx).value();
+  }
+  return WatcherSettings{
+      .origin = origin,
+      .target = std::move(target),
+      .ping_period = options.ping_period,
+      .pong_wait = options.pong_wait,
+      .retry_period = options.retry_period,
+      .handshake_timeout = options.request_timeout,
+      .suppress_delete = options.suppress_delete,
+      .expand_env = options.expand_env,
+      .tls = std::move(tls),
+      .verify_host = !options.tls_insecure_skip_verify,
+  };
+}
+
+Watcher::Watcher(WatcherSettings settings, WatcherSink sink, std::shared_ptr<WatcherStats> stats)
     : settings_(std::move(settings)),
-      callbacks_(std::move(callbacks)),
+      sink_(std::move(sink)),
       stats_(std::move(stats)),
       url_(std::string(settings_.tls ? "wss://" : "ws://") + settings_.origin.hostPort() +
            settings_.target) {}
@@ -85,10 +118,10 @@ Watcher::~Watcher() {
   }
 }
 
-Result<std::shared_ptr<Watcher>> Watcher::start(WatcherSettings settings, WatchCallbacks callbacks,
+Result<std::shared_ptr<Watcher>> Watcher::start(WatcherSettings settings, WatcherSink sink,
                                                 std::shared_ptr<WatcherStats> stats) {
   std::shared_ptr<Watcher> watcher(
-      new Watcher(std::move(settings), std::move(callbacks), std::move(stats)));
+      new Watcher(std::move(settings), std::move(sink), std::move(stats)));
   try {
     asio::co_spawn(watcher->ioc_, watcher->run(), [](std::exception_ptr) {});
     watcher->thread_ = std::thread([self = watcher] {
@@ -114,9 +147,9 @@ void Watcher::stop() {
 }
 
 void Watcher::report(Error::Code code, std::string message) {
-  if (!callbacks_.on_error) return;
+  if (!sink_.on_error) return;
   try {
-    callbacks_.on_error(makeError(code, "CDS watch " + url_ + ": " + std::move(message)));
+    sink_.on_error(makeError(code, "CDS watch " + url_ + ": " + std::move(message)));
   } catch (...) {
   }
 }
@@ -137,14 +170,46 @@ void Watcher::onMessage(std::string_view text) {
     ++stats_->deletes_suppressed;
     return;
   }
-  ++stats_->configs;
   try {
-    callbacks_.on_config(std::move(parsed).value());
+    sink_.on_config(std::move(parsed).value());
   } catch (const std::exception& e) {
     report(Error::Code::kInternal, std::string("config callback threw: ") + e.what());
   } catch (...) {
     report(Error::Code::kInternal, "config callback threw");
   }
+}
+
+void Watcher::deliverResync(std::vector<std::string> ids) {
+  if (!sink_.on_resync) return;
+  try {
+    sink_.on_resync(std::move(ids));
+  } catch (const std::exception& e) {
+    report(Error::Code::kInternal, std::string("resync callback threw: ") + e.what());
+  } catch (...) {
+    report(Error::Code::kInternal, "resync callback threw");
+  }
+}
+
+template <class Stream>
+asio::awaitable<Result<std::vector<std::string>>> Watcher::fetchIds() {
+  Result<HttpReply> reply = makeError(Error::Code::kInternal, "no reply");
+  if constexpr (std::is_same_v<Stream, TlsStream>) {
+    TlsStream stream(ioc_, *settings_.tls);
+    reply = co_await fetchDocument(stream, settings_.origin, settings_.resync_target,
+                                   settings_.handshake_timeout, settings_.verify_host);
+  } else {
+    PlainStream stream(ioc_);
+    reply = co_await fetchDocument(stream, settings_.origin, settings_.resync_target,
+                                   settings_.handshake_timeout);
+  }
+  const std::string where = "GET " + settings_.resync_target;
+  if (!reply) co_return makeError(reply.error().code, where + ": " + reply.error().message);
+  if (reply->status != 200) {
+    co_return makeError(Error::Code::kIo, where + ": HTTP status " + std::to_string(reply->status));
+  }
+  Result<std::vector<std::string>> ids = parseListIds(reply->body);
+  if (!ids) co_return makeError(ids.error().code, where + ": " + ids.error().message);
+  co_return ids;
 }
 
 asio::awaitable<void> Watcher::run() {
@@ -204,6 +269,16 @@ asio::awaitable<void> Watcher::session() {
   // timeout on an open WebSocket).
   beast::get_lowest_layer(ws).expires_never();
   ++stats_->connects;
+  if (!settings_.resync_target.empty()) {
+    // Configs the server pushes meanwhile wait in the socket: the ids reach the sink first.
+    Result<std::vector<std::string>> ids = co_await fetchIds<Stream>();
+    if (!ids) {
+      ++stats_->disconnects;
+      report(ids.error().code, "listing the configs after connecting: " + ids.error().message);
+      co_return;
+    }
+    deliverResync(std::move(ids).value());
+  }
   last_rx_ = Clock::now();
   ws.control_callback([this](websocket::frame_type kind, beast::string_view) {
     last_rx_ = Clock::now();

@@ -2,11 +2,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <ostream>
 
 #include "cds/cds_client.h"
+#include "cds/cds_list_client.h"
 #include "cds/protocol.h"
 #include "cli/exit_codes.h"
 #include "config/serializer.h"
@@ -71,11 +74,54 @@ int listAll(const ConfigCommand& command, const cds::CdsClientOptions& options, 
 }
 
 // What the watch callbacks share with each other (they run one at a time on the client's thread)
-// and with the waiting thread.
+// and with the waiting thread, and what they do.
 struct WatchState {
+  WatchState(const ConfigCommand& command, std::ostream& out, std::ostream& err, StopLatch& stop)
+      : command(command), out(out), err(err), stop(stop) {}
+
+  void print(const std::string& id, config::StunnerConfig config) {
+    std::lock_guard lock(mutex);
+    last_error.clear();
+    const auto it = printed.find(id);
+    if (it != printed.end() && it->second == config) return;  // a reconnect resends it
+    out << document(config, command.output, true) << std::flush;
+    printed.insert_or_assign(id, std::move(config));
+    if (!out) {
+      output_broken = true;
+      stop.requestStop();
+    }
+  }
+  void deleted(const std::string& id) {
+    std::lock_guard lock(mutex);
+    last_error.clear();
+    err << kPrefix << id << ": deleted\n" << std::flush;
+    printed.erase(id);
+  }
+  void error(const Error& e) {  // an outage is reported once, not every second
+    std::lock_guard lock(mutex);
+    if (e.message == last_error) return;
+    last_error = e.message;
+    err << kPrefix << e.message << "\n" << std::flush;
+  }
+  // Until SIGINT/SIGTERM (or a broken output); `stopClient` joins the client's thread, so no
+  // callback runs after it.
+  int wait(const std::function<void()>& stopClient) {
+    stop.wait();
+    stopClient();
+    if (output_broken) {
+      err << kPrefix << "cannot write the output\n";
+      return kExitFailure;
+    }
+    return kExitOk;
+  }
+
+  const ConfigCommand& command;
+  std::ostream& out;
+  std::ostream& err;
+  StopLatch& stop;
   std::mutex mutex;
-  std::optional<config::StunnerConfig> last;  // printed last; a reconnect resends it
-  std::string last_error;                     // an outage is reported once, not every second
+  std::map<std::string, config::StunnerConfig> printed;  // by id
+  std::string last_error;
   bool output_broken = false;
 };
 
@@ -91,45 +137,49 @@ int watchOne(const ConfigCommand& command, cds::CdsClient& client, std::ostream&
   if (!now && now.error().code == Error::Code::kNotFound) {
     err << kPrefix << command.id << ": no such config yet, waiting for it\n";
   }
-  WatchState state;
+  WatchState state(command, out, err, stop);
   const std::string id = command.id;
   auto watching = client.watch({
       .on_config =
           [&](config::StunnerConfig config) {
-            std::lock_guard lock(state.mutex);
-            state.last_error.clear();
             if (cds::isConfigDeleted(config)) {
-              err << kPrefix << id << ": deleted\n" << std::flush;
-              state.last.reset();
-              return;
-            }
-            if (state.last && *state.last == config) return;
-            out << document(config, command.output, true) << std::flush;
-            state.last = std::move(config);
-            if (!out) {
-              state.output_broken = true;
-              stop.requestStop();
+              state.deleted(id);
+            } else {
+              state.print(id, std::move(config));
             }
           },
-      .on_error =
-          [&](const Error& e) {
-            std::lock_guard lock(state.mutex);
-            if (e.message == state.last_error) return;
-            state.last_error = e.message;
-            err << kPrefix << e.message << "\n" << std::flush;
-          },
+      .on_error = [&](const Error& e) { state.error(e); },
   });
   if (!watching) {
     err << kPrefix << watching.error().message << "\n";
     return kExitFailure;
   }
-  stop.wait();
-  client.stop();  // joins the client's thread: no callback runs after this
-  if (state.output_broken) {
-    err << kPrefix << "cannot write the output\n";
+  return state.wait([&] { client.stop(); });
+}
+
+// --all --watch: every config (of one namespace with -n), as each arrives, deletions on stderr.
+int watchAll(const ConfigCommand& command, const cds::CdsClientOptions& options, std::ostream& out,
+             std::ostream& err, StopLatch& stop) {
+  auto client = cds::CdsListClient::create(options, command.namespace_);
+  if (!client) return usage(err, client.error().message);
+  // Fail at once when the server cannot be reached at all, as a watch of one config does.
+  if (auto now = cds::listConfigs(options, command.namespace_);
+      !now && now.error().code == Error::Code::kIo) {
+    err << kPrefix << now.error().message << "\n";
     return kExitFailure;
   }
-  return kExitOk;
+  WatchState state(command, out, err, stop);
+  auto watching = (*client)->watch({
+      .on_config = [&](const std::string& id,
+                       config::StunnerConfig config) { state.print(id, std::move(config)); },
+      .on_delete = [&](const std::string& id) { state.deleted(id); },
+      .on_error = [&](const Error& e) { state.error(e); },
+  });
+  if (!watching) {
+    err << kPrefix << watching.error().message << "\n";
+    return kExitFailure;
+  }
+  return state.wait([&] { (*client)->stop(); });
 }
 
 }  // namespace
@@ -139,7 +189,8 @@ CLI::App* addConfigCommand(CLI::App& app, ConfigCommand& command) {
       "config",
       "Print a Gateway's dataplane config as a config discovery (CDS) server serves it to kturnd "
       "(or stunnerd), once or, with -w, every time it changes; --all lists every config the "
-      "server holds. Exit status: 0 ok, 1 unknown id, unreachable server or invalid answer, 2 "
+      "server holds (with -w: watches them all). Exit status: 0 ok, 1 unknown id, unreachable "
+      "server or invalid answer, 2 "
       "bad usage.");
   sub->add_option("id", command.id, "the Gateway's <namespace>/<name> (the config id)");
   sub->add_flag("-a,--all", command.all, "list every config the server holds");
@@ -167,25 +218,23 @@ int runConfig(const ConfigCommand& command, std::ostream& out, std::ostream& err
   }
   if (!command.all && command.id.empty()) return usage(err, "give a <namespace>/<name>, or --all");
   if (!command.namespace_.empty() && !command.all) return usage(err, "--namespace needs --all");
-  if (command.all && command.watch) {
-    return usage(err, "--watch follows one <namespace>/<name>; --all cannot be watched");
-  }
   const auto [server, source] = serverOf(command);
   cds::CdsClientOptions options = clientOptions(command, server);
   if (auto origin = cds::parseOrigin(server); !origin) {
     return usage(err, source + ": " + origin.error().message);
   }
-  if (command.all) return listAll(command, options, out, err);
+  if (command.watch && stop == nullptr) {
+    err << kPrefix << "internal error: a watch needs a stop latch\n";
+    return kExitFailure;
+  }
+  if (command.all) {
+    return command.watch ? watchAll(command, options, out, err, *stop)
+                         : listAll(command, options, out, err);
+  }
 
   auto client = cds::CdsClient::create(options);
   if (!client) return usage(err, client.error().message);
-  if (command.watch) {
-    if (stop == nullptr) {
-      err << kPrefix << "internal error: a watch needs a stop latch\n";
-      return kExitFailure;
-    }
-    return watchOne(command, **client, out, err, *stop);
-  }
+  if (command.watch) return watchOne(command, **client, out, err, *stop);
   auto config = (*client)->get();
   if (!config) {
     if (config.error().code == Error::Code::kNotFound) {

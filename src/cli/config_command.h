@@ -4,6 +4,8 @@
 //   kturnctl config media/gw -w                    ...?watch=true: every pushed config, until
 //                                                  SIGINT/SIGTERM
 //   kturnctl config --all [-n media]               GET /api/v1/configs[/media]
+//   kturnctl config --all [-n media] -w            ...?watch=true: every config as it changes,
+//                                                  deletions on stderr
 #pragma once
 
 #include <iosfwd>

@@ -126,6 +126,130 @@ TEST_F(AuthHandlersTest, EachRequestUsesTheCurrentConfig) {
   EXPECT_EQ(after["password"], turn::restPassword("rotated", after["username"].get<std::string>()));
 }
 
+// Two gateways as the operator renders them, each with its own GatewayConfig: different secrets
+// and realms, one of them with two listeners.
+config::StunnerConfig gatewayConfig(const std::string& ns, const std::string& gw,
+                                    const std::string& auth, const std::string& listeners) {
+  auto config = config::parseConfig("version: v1\nadmin: {name: " + ns + "/" + gw +
+                                    "}\nauth: " + auth + "\nlisteners:\n" + listeners);
+  EXPECT_TRUE(config) << config.error().message;
+  return *config;
+}
+
+class MultiGatewayTest : public ::testing::Test {
+ protected:
+  MultiGatewayTest() {
+    configs_.upsert("media/gw",
+                    gatewayConfig("media", "gw",
+                                  "{type: ephemeral, realm: media.example.org, "
+                                  "credentials: {secret: media-secret}}",
+                                  "  - {name: media/gw/udp, protocol: TURN-UDP, address: "
+                                  "127.0.0.1, port: 3478}\n"
+                                  "  - {name: media/gw/tcp, protocol: TURN-TCP, address: "
+                                  "127.0.0.1, port: 3479}\n"));
+    configs_.upsert("team/edge",
+                    gatewayConfig("team", "edge",
+                                  "{type: ephemeral, realm: team.example.org, "
+                                  "credentials: {secret: team-secret}}",
+                                  "  - {name: team/edge/udp, protocol: TURN-UDP, address: "
+                                  "127.0.0.2, port: 3478}\n"));
+  }
+
+  json ice(const std::string& query, unsigned want_status = 200) {
+    const auto r = iceAuthHandler(configs_, options_)(get("/ice", query));
+    EXPECT_EQ(r.status, want_status) << r.body;
+    return json::parse(r.body);
+  }
+  // The secret a credential of `server` was minted with: one of the two gateways', or "".
+  static std::string signedWith(const json& server) {
+    const std::string username = server["username"];
+    for (const char* secret : {"media-secret", "team-secret"}) {
+      if (server["credential"] == turn::restPassword(secret, username)) return secret;
+    }
+    return "";
+  }
+
+  AuthHandlerOptions options_{.clock = [] { return kNow; }};
+  ConfigHolder configs_;
+};
+
+TEST_F(MultiGatewayTest, IceHasOneEntryPerGatewayEachWithItsOwnCredential) {
+  const json j = ice("service=turn&username=alice&ttl=600");
+  ASSERT_EQ(j["iceServers"].size(), 2u) << j;
+  const json& media = j["iceServers"][0];  // id order: media/gw, team/edge
+  const json& team = j["iceServers"][1];
+  EXPECT_EQ(media["urls"], json::array({"turn:127.0.0.1:3478?transport=udp",
+                                        "turn:127.0.0.1:3479?transport=tcp"}));
+  EXPECT_EQ(team["urls"], json::array({"turn:127.0.0.2:3478?transport=udp"}));
+  EXPECT_EQ(media["username"], "1800000600:alice");
+  EXPECT_EQ(team["username"], "1800000600:alice");
+  EXPECT_EQ(signedWith(media), "media-secret");
+  EXPECT_EQ(signedWith(team), "team-secret");
+}
+
+TEST_F(MultiGatewayTest, FiltersSelectAcrossGateways) {
+  const auto urls = [&](const std::string& filter) {
+    const json j = ice("service=turn&" + filter);
+    std::vector<std::string> out;
+    for (const auto& server : j["iceServers"]) {
+      out.push_back(signedWith(server) + " " + server["urls"].dump());
+    }
+    return out;
+  };
+  EXPECT_EQ(urls("namespace=team"),
+            std::vector<std::string>{R"(team-secret ["turn:127.0.0.2:3478?transport=udp"])"});
+  EXPECT_EQ(urls("namespace=media&gateway=gw&listener=tcp"),
+            std::vector<std::string>{R"(media-secret ["turn:127.0.0.1:3479?transport=tcp"])"});
+  // As in STUNner: `gateway` counts only with `namespace`, `listener` only with both.
+  EXPECT_EQ(urls("gateway=edge").size(), 2u);
+  EXPECT_EQ(urls("namespace=media&listener=tcp"),
+            std::vector<std::string>{R"(media-secret ["turn:127.0.0.1:3478?transport=udp",)"
+                                     R"("turn:127.0.0.1:3479?transport=tcp"])"});
+  // Nothing selected: 404, for both endpoints.
+  EXPECT_EQ(ice("service=turn&namespace=media&gateway=edge", 404)["message"],
+            "no valid listener found");
+  EXPECT_EQ(ice("service=turn&namespace=nope", 404)["code"], 404);
+  EXPECT_EQ(turnAuthHandler(configs_, options_)(get("/", "service=turn&namespace=nope")).status,
+            404u);
+}
+
+TEST_F(MultiGatewayTest, TurnRestApiAnswersForTheFirstSelectedGateway) {
+  const auto turn = turnAuthHandler(configs_, options_);
+  auto j = json::parse(turn(get("/", "service=turn&username=u")).body);
+  EXPECT_EQ(j["password"], turn::restPassword("media-secret", j["username"].get<std::string>()));
+  EXPECT_EQ(j["uris"].size(), 2u);
+  j = json::parse(turn(get("/", "service=turn&username=u&namespace=team")).body);
+  EXPECT_EQ(j["password"], turn::restPassword("team-secret", j["username"].get<std::string>()));
+  EXPECT_EQ(j["uris"], json::array({"turn:127.0.0.2:3478?transport=udp"}));
+}
+
+TEST_F(MultiGatewayTest, AGatewayThatCannotMintIsLeftOut) {
+  auto broken = gatewayConfig("zz", "none", "{type: none}",
+                              "  - {name: zz/none/udp, protocol: TURN-UDP, address: 127.0.0.3}\n");
+  configs_.upsert("zz/none", broken);
+  EXPECT_EQ(ice("service=turn")["iceServers"].size(), 2u);
+  // Selected alone, it has nothing to offer: 500 naming it.
+  const json j = ice("service=turn&namespace=zz", 500);
+  EXPECT_NE(j["message"].get<std::string>().find("zz/none"), std::string::npos) << j;
+}
+
+TEST_F(MultiGatewayTest, RotationAndDeletionShowInTheNextRequest) {
+  const auto before = ice("service=turn");
+  configs_.upsert("team/edge",
+                  gatewayConfig("team", "edge", "{type: ephemeral, credentials: {secret: rotated}}",
+                                "  - {name: team/edge/udp, protocol: TURN-UDP, address: "
+                                "127.0.0.2, port: 3478}\n"));
+  const auto after = ice("service=turn")["iceServers"][1];
+  EXPECT_EQ(after["credential"],
+            turn::restPassword("rotated", after["username"].get<std::string>()));
+  EXPECT_TRUE(configs_.remove("media/gw"));
+  EXPECT_FALSE(configs_.remove("media/gw"));
+  EXPECT_EQ(ice("service=turn")["iceServers"].size(), 1u);
+  EXPECT_TRUE(configs_.remove("team/edge"));
+  // Every gateway deleted: as before the first config arrived.
+  EXPECT_EQ(ice("service=turn", 500)["message"], "no dataplane configuration available");
+}
+
 // Through the admin HTTP server, as kturn-auth serves it: the Authorization header reaches the
 // handler, the Go routing rule sends /ice to its own handler.
 TEST_F(AuthHandlersTest, ServedOverHttp) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "cds/cds_server.h"
@@ -28,9 +29,31 @@ void writeByRename(const fs::path& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
+// The secret of the one config held; empty when there is none (or several).
 std::string currentSecret(const ConfigHolder& holder) {
-  const auto config = holder.get();
-  return config ? std::string(config->auth.secret().value_or("")) : "";
+  const auto configs = holder.get();
+  if (configs->size() != 1) return "";
+  return std::string(configs->begin()->second->auth.secret().value_or(""));
+}
+
+// id -> secret of every config held.
+std::map<std::string, std::string> secrets(const ConfigHolder& holder) {
+  std::map<std::string, std::string> out;
+  for (const auto& [id, config] : *holder.get()) {
+    out[id] = std::string(config->auth.secret().value_or(""));
+  }
+  return out;
+}
+
+config::StunnerConfig cdsConfig(const std::string& id, const std::string& secret) {
+  config::StunnerConfig c{
+      .version = "v1",
+      .admin = {.name = id},
+      .auth = {.type = "ephemeral", .credentials = {{"secret", secret}}},
+      .listeners = {{.name = id + "/udp", .protocol = "TURN-UDP", .address = "127.0.0.1"}},
+  };
+  EXPECT_TRUE(config::validate(c));
+  return c;
 }
 
 class ConfigFollowerTest : public ::testing::Test {
@@ -46,6 +69,14 @@ class ConfigFollowerTest : public ::testing::Test {
   bool waitForSecret(const std::string& secret) {
     for (int i = 0; i < 100; ++i) {
       if (currentSecret(holder_) == secret) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  // The same for every config held: id -> secret.
+  bool waitForSecrets(const std::map<std::string, std::string>& want) {
+    for (int i = 0; i < 100; ++i) {
+      if (secrets(holder_) == want) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;
@@ -83,31 +114,47 @@ TEST_F(ConfigFollowerTest, CdsOriginWaitsForTheServer) {
   // Nothing listens there: the start succeeds, requests see no config until one arrives.
   ConfigFollower follower({.origin = "http://127.0.0.1:1", .id = "ns/gw"}, holder_);
   ASSERT_TRUE(follower.start());
-  EXPECT_EQ(holder_.get(), nullptr);
+  EXPECT_TRUE(holder_.get()->empty());
   follower.stop();
+  ConfigFollower every_gateway({.origin = "http://127.0.0.1:1"}, holder_);
+  ASSERT_TRUE(every_gateway.start());
+  EXPECT_TRUE(holder_.get()->empty());
+  every_gateway.stop();
 }
 
 TEST_F(ConfigFollowerTest, CdsConfigsAreFollowed) {
   auto server = cds::CdsServer::start({.address = "127.0.0.1", .port = 0});
   ASSERT_TRUE(server) << server.error().message;
-  const auto makeConfig = [](const std::string& secret) {
-    config::StunnerConfig c{
-        .version = "v1",
-        .admin = {.name = "ns/gw"},
-        .auth = {.type = "ephemeral", .credentials = {{"secret", secret}}},
-        .listeners = {{.name = "ns/gw/udp", .protocol = "TURN-UDP", .address = "127.0.0.1"}},
-    };
-    EXPECT_TRUE(config::validate(c));
-    return c;
-  };
-  ASSERT_TRUE((*server)->upsert("ns/gw", makeConfig("first")));
-  ASSERT_TRUE((*server)->upsert("ns/other", makeConfig("other")));
+  ASSERT_TRUE((*server)->upsert("ns/gw", cdsConfig("ns/gw", "first")));
+  ASSERT_TRUE((*server)->upsert("ns/other", cdsConfig("ns/other", "other")));
   ConfigFollower follower(
       {.origin = "http://127.0.0.1:" + std::to_string((*server)->port()), .id = "ns/gw"}, holder_);
   ASSERT_TRUE(follower.start());
   EXPECT_TRUE(waitForSecret("first"));
-  ASSERT_TRUE((*server)->upsert("ns/gw", makeConfig("rotated")));
+  ASSERT_TRUE((*server)->upsert("ns/gw", cdsConfig("ns/gw", "rotated")));
   EXPECT_TRUE(waitForSecret("rotated"));
+  EXPECT_EQ(secrets(holder_), (std::map<std::string, std::string>{{"ns/gw", "rotated"}}));
+  follower.stop();
+}
+
+// Without --id: every gateway of the server, each under its id; added, rotated and deleted
+// gateways are followed without a restart.
+TEST_F(ConfigFollowerTest, CdsWithoutIdFollowsEveryGateway) {
+  auto server = cds::CdsServer::start({.address = "127.0.0.1", .port = 0});
+  ASSERT_TRUE(server) << server.error().message;
+  ASSERT_TRUE((*server)->upsert("ns/a", cdsConfig("ns/a", "secret-a")));
+  ASSERT_TRUE((*server)->upsert("other/b", cdsConfig("other/b", "secret-b")));
+  ConfigFollower follower({.origin = "http://127.0.0.1:" + std::to_string((*server)->port())},
+                          holder_);
+  ASSERT_TRUE(follower.start());
+  EXPECT_TRUE(waitForSecrets({{"ns/a", "secret-a"}, {"other/b", "secret-b"}}));
+
+  ASSERT_TRUE((*server)->upsert("other/b", cdsConfig("other/b", "rotated-b")));
+  ASSERT_TRUE((*server)->upsert("ns/c", cdsConfig("ns/c", "secret-c")));
+  EXPECT_TRUE(
+      waitForSecrets({{"ns/a", "secret-a"}, {"other/b", "rotated-b"}, {"ns/c", "secret-c"}}));
+  ASSERT_TRUE((*server)->remove("ns/a"));
+  EXPECT_TRUE(waitForSecrets({{"other/b", "rotated-b"}, {"ns/c", "secret-c"}}));
   follower.stop();
 }
 

@@ -127,5 +127,31 @@ TEST(IceServer, MintsOneCredentialForAllSelectedUris) {
   EXPECT_TRUE(none->urls.empty());
 }
 
+TEST(IceServers, OnePerConfigInIdOrderSkippingThoseThatCannotMint) {
+  const auto now = std::chrono::system_clock::time_point(std::chrono::seconds(1'800'000'000));
+  const auto gateway = [](const char* id, const char* auth) {
+    return std::make_shared<const config::StunnerConfig>(
+        parse((std::string("version: v1\nadmin: {name: ") + id + "}\nauth: " + auth +
+               "\nlisteners: [{name: " + id + "/udp, protocol: TURN-UDP, address: 127.0.0.1}]\n")
+                  .c_str()));
+  };
+  const ConfigSet configs{
+      {"b/gw", gateway("b/gw", "{type: static, credentials: {username: u, password: p}}")},
+      {"a/gw", gateway("a/gw", "{type: ephemeral, credentials: {secret: s}}")},
+      {"c/gw", gateway("c/gw", "{type: none}")},
+  };
+  const IceServerList list = iceServers(configs, {.username = "bob"}, now);
+  ASSERT_EQ(list.servers.size(), 2u);
+  EXPECT_EQ(list.servers[0].credential.username, "1800086400:bob");  // a/gw
+  EXPECT_EQ(list.servers[1].credential, (Credential{"u", "p"}));     // b/gw
+  ASSERT_EQ(list.errors.size(), 1u);
+  EXPECT_EQ(list.errors[0].message.rfind("c/gw: ", 0), 0u) << list.errors[0].message;
+  // A config with no selected listener is neither an entry nor an error.
+  const IceServerList b_only = iceServers(configs, {.namespace_name = "b"}, now);
+  EXPECT_EQ(b_only.servers.size(), 1u);
+  EXPECT_TRUE(b_only.errors.empty());
+  EXPECT_TRUE(iceServers({}, {}, now).servers.empty());
+}
+
 }  // namespace
 }  // namespace kturn::auth

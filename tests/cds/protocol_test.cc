@@ -156,5 +156,23 @@ TEST(ListJsonTest, NamesTheBadItem) {
   EXPECT_FALSE(parseListJson("not json"));
 }
 
+TEST(ListJsonTest, IdsOnlyEvenOfItemsThatDoNotValidate) {
+  const auto a = testing::makeConfig("ns/a", 3478);
+  auto ids = parseListIds(toListJson({&a}));
+  ASSERT_TRUE(ids) << ids.error().message;
+  EXPECT_EQ(*ids, std::vector<std::string>{"ns/a"});
+  ids = parseListIds(
+      R"({"version":"v1","items":[{"admin":{"name":"ns/bad"},"listeners":[{"port":70000}]},)"
+      R"({"version":"v1"}]})");
+  ASSERT_TRUE(ids) << ids.error().message;
+  EXPECT_EQ(*ids, (std::vector<std::string>{"ns/bad", "default-stunnerd"}));
+  ids = parseListIds(R"({"version":"v1","items":null})");
+  ASSERT_TRUE(ids);
+  EXPECT_TRUE(ids->empty());
+  EXPECT_FALSE(parseListIds(R"({"items":[1]})"));
+  EXPECT_FALSE(parseListIds(R"({"items":{}})"));
+  EXPECT_FALSE(parseListIds("not json"));
+}
+
 }  // namespace
 }  // namespace kturn::cds

@@ -1,5 +1,6 @@
 // `kturnctl config` against a real CdsServer on a loopback ephemeral port: one-shot get in both
-// output formats, --all, a watch that sees a pushed change and a deletion, and the error paths.
+// output formats, --all, a watch (of one config, or --all) that sees pushed changes and deletions,
+// and the error paths.
 #include "cli/config_command.h"
 
 #include <gtest/gtest.h>
@@ -143,7 +144,6 @@ TEST_F(ConfigCommandTest, UsageErrors) {
   EXPECT_EQ(run({.id = "gw"}), kExitUsage);
   EXPECT_NE(err_.str().find("want <namespace>/<name>"), std::string::npos) << err_.str();
   EXPECT_EQ(run({.id = "media/gw", .namespace_ = "media"}), kExitUsage);
-  EXPECT_EQ(run({.all = true, .watch = true}), kExitUsage);
   EXPECT_EQ(run({.id = "media/gw", .server = "file:///etc/kturn.yaml"}), kExitUsage);
   EXPECT_NE(err_.str().find("-c: CDS origin \"file:///etc/kturn.yaml\""), std::string::npos)
       << err_.str();
@@ -250,6 +250,37 @@ TEST_F(ConfigCommandTest, WatchOfAnUnreachableServerFailsAtOnce) {
   EXPECT_EQ(runConfig({.id = "media/gw", .server = server, .watch = true}, out_, err_, &never),
             kExitFailure);
   EXPECT_NE(err_.str().find("Connection refused"), std::string::npos) << err_.str();
+  err_.str("");
+  EXPECT_EQ(runConfig({.all = true, .server = server, .watch = true}, out_, err_, &never),
+            kExitFailure);
+  EXPECT_NE(err_.str().find("Connection refused"), std::string::npos) << err_.str();
+}
+
+TEST_F(ConfigCommandTest, WatchAllPrintsEveryConfigOfTheNamespaceAndItsDeletions) {
+  ASSERT_TRUE(server_->upsert("media/gw", gatewayConfig("media/gw", 3478)));
+  ASSERT_TRUE(server_->upsert("other/gw", gatewayConfig("other/gw", 3480)));
+  Watch watch(
+      {.all = true, .namespace_ = "media", .server = url(), .watch = true, .output = "json"});
+  ASSERT_TRUE(watch.out().waitForCount("\n", 1)) << watch.err().text();
+  ASSERT_TRUE(server_->upsert("media/gw2", gatewayConfig("media/gw2", 3479)));
+  ASSERT_TRUE(server_->upsert("other/gw", gatewayConfig("other/gw", 3481)));  // not -n media
+  ASSERT_TRUE(server_->upsert("media/gw", gatewayConfig("media/gw", 4000)));
+  ASSERT_TRUE(watch.out().waitForCount("\n", 3)) << watch.out().text();
+  server_->remove("media/gw2");
+  ASSERT_TRUE(watch.err().waitFor([](const std::string& t) {
+    return t.find("media/gw2: deleted") != std::string::npos;
+  })) << watch.err().text();
+  EXPECT_EQ(watch.stop(), kExitOk);
+
+  std::istringstream lines(watch.out().text());
+  std::vector<std::string> seen;
+  for (std::string line; std::getline(lines, line);) {
+    const json doc = json::parse(line);
+    seen.push_back(doc["admin"]["name"].get<std::string>() + " " +
+                   doc["listeners"][0]["port"].dump());
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"media/gw 3478", "media/gw2 3479", "media/gw 4000"}));
+  EXPECT_EQ(watch.err().text(), "kturnctl config: media/gw2: deleted\n");
 }
 
 }  // namespace

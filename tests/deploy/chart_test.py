@@ -506,9 +506,14 @@ class BinariesTest(unittest.TestCase):
             DEFAULT, "Deployment", f"{RELEASE}-auth")["spec"]["template"]["spec"][
             "containers"][0]["args"]))
 
-    def test_auth_requires_a_gateway(self):
-        with self.assertRaisesRegex(render.TemplateError, "auth.gateway"):
-            render.render(CHART, RELEASE, NAMESPACE, sets=["auth.gateway="])
+    def test_auth_without_a_gateway_follows_every_gateway(self):
+        stream, notes = render.render(CHART, RELEASE, NAMESPACE, sets=["auth.gateway="])
+        objects = [d for d in yaml.load_all(stream, Loader=render.KubeYamlLoader) if d]
+        spec = component(objects, "Deployment", f"{RELEASE}-auth")["spec"]["template"]["spec"]
+        args = args_map(spec["containers"][0]["args"])
+        self.assertNotIn("--id", args)
+        self.assertIn("--config", args)
+        self.assertIn("TURN credentials for every Gateway", notes)
 
 
 class RbacTest(unittest.TestCase):

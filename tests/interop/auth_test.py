@@ -3,7 +3,9 @@
 
   1. kturnd -w and kturn-auth -c file://CONFIG --token-file T start on free loopback ports;
   2. GET /?service=turn and GET /ice?service=turn (with the bearer token) return a TURN REST
-     credential and the listener's URI; the harness's TurnClient allocates with each of them;
+     credential and the listener's URI; the harness's TurnClient allocates with each of them,
+     and coturn's turnutils_uclient, given the GET / credential as it is, relays through kturnd
+     to turnutils_peer with every message echoed;
      no token gives 401, service=stun gives 400 with a JSON body;
   3. rotation: the file is replaced with a new secret and the old one as previous_secret
      (docs/config.md); kturn-auth's next credentials are signed with the new secret, and both
@@ -25,6 +27,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
+import uclient_test  # noqa: E402
 
 TOKEN = "interop-bearer-token"
 OLD_SECRET = "kturn-auth-old-secret"
@@ -102,6 +105,28 @@ def allocate(address, username: str, password: str, what: str, tries: int = 1) -
     raise h.TestFailure(f"Allocate with {what} failed: {error}")
 
 
+def uclient_with(server, workdir, username: str, password: str) -> None:
+    """coturn's turnutils_uclient, given the credential as it is (-u/-w), relays to an echo peer
+    through kturnd: every message comes back."""
+    _, peer_port = h.start_udp_echo_peer(workdir)
+    messages = 20
+    uclient = h.Proc("turnutils_uclient", [
+        "turnutils_uclient", "-p", str(server.port), "-e", h.LOOPBACK, "-r", str(peer_port),
+        "-L", h.LOOPBACK, "-m", "1", "-n", str(messages), "-l", "120", "-z", "5", "-c",
+        "-u", username, "-w", password, h.LOOPBACK], workdir)
+    h.register_log(uclient.log_path)
+    uclient.start()
+    rc = uclient.wait(timeout=60)
+    out = uclient.output()
+    h.check(rc == 0, f"turnutils_uclient with kturn-auth's credential exited with {rc}:\n"
+            + "\n".join(out.splitlines()[-8:]))
+    summary = uclient_test.parse_summary(out)
+    h.check(summary["sent"] == messages and summary["recv"] == messages,
+            f"turnutils_uclient with kturn-auth's credential: {summary}")
+    print(f"turnutils_uclient allocated with kturn-auth's credential and relayed "
+          f"{summary['recv']}/{messages} messages")
+
+
 def body(args, workdir):
     settings = h.ServerSettings(auth="rest", secret=OLD_SECRET)
     config = h.KturndServer.config_for(settings)
@@ -123,6 +148,7 @@ def body(args, workdir):
         want_uri = f"turn:{h.LOOPBACK}:{server.port}?transport=udp"
         h.check(old["uris"] == [want_uri], f"uris {old['uris']}, want [{want_uri}]")
         allocate(uri_address(old["uris"][0]), old["username"], old["password"], "GET / credential")
+        uclient_with(server, workdir, old["username"], old["password"])
 
         # GET /ice: an RTCConfiguration whose server entry allocates too.
         status, text = http_get(port, "/ice?service=turn&username=bob&iceTransportPolicy=relay")

@@ -240,15 +240,19 @@ def needed_permissions():
     """{(scope, group, resource, verb)}; scope "cluster" or "namespace" (the release's)."""
     sites = api_call_sites()
     known = {"src/k8s/informer.cc", "src/k8s/leader_elector.cc",
-             "src/operator/owned_object_applier.cc", "src/operator/status_writer.cc"}
+             "src/operator/owned_object_applier.cc", "src/operator/status_writer.cc",
+             "src/operator/watched_cluster.cc"}
     assert set(sites) == known, (
         f"the Kubernetes API is called from {sorted(set(sites) - known)} (or no longer from "
         f"{sorted(known - set(sites))}): derive the RBAC of that call site here and in "
         "deploy/helm/kturn/templates/operator-rbac.yaml")
     need = set()
     # Informers list and watch every watched kind in all namespaces (InformerOptions.ns "").
+    # WatchedCluster::listOnce (kturnctl render --kubeconfig, with the user's own credentials)
+    # lists the same kinds once: nothing beyond what the informers need.
     for group, _, _, plural, _ in watched_types():
-        for verb in verbs_of(sites["src/k8s/informer.cc"], "informer.cc"):
+        for verb in verbs_of(sites["src/k8s/informer.cc"] | sites["src/operator/watched_cluster.cc"],
+                             "informer.cc, watched_cluster.cc"):
             need.add(("cluster", group, plural, verb))
     # Owned objects: applied and deleted in the Gateways' namespaces.
     for group, _, _, plural, _ in owned_types():

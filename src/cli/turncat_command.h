@@ -35,8 +35,8 @@ struct TurncatCommand {
 CLI::App* addTurncatCommand(CLI::App& app, TurncatCommand& command);
 
 // Runs until `stop` trips (exit 0, allocations released) or, with "-", until a second after
-// standard input ended. A bad argument is kExitUsage; a local address that cannot be bound, or with "-" an
-// allocation that fails, is kExitFailure. Sessions are reported on `err`, one line each.
+// standard input ended. A bad argument is kExitUsage; a local address that cannot be bound, or with
+// "-" an allocation that fails, is kExitFailure. Sessions are reported on `err`, one line each.
 int runTurncat(const TurncatCommand& command, std::ostream& err, StopLatch& stop);
 
 }  // namespace kturn::cli

@@ -21,21 +21,6 @@ constexpr uint8_t kUdpProtocol = 17;
 constexpr auto kPermissionRefresh = std::chrono::seconds(240);  // of 300 (RFC 8656 §9)
 constexpr auto kChannelRefresh = std::chrono::seconds(540);     // of 600 (RFC 8656 §12)
 
-std::string_view methodName(stun::Method method) {
-  switch (method) {
-    case stun::Method::kAllocate:
-      return "Allocate";
-    case stun::Method::kRefresh:
-      return "Refresh";
-    case stun::Method::kCreatePermission:
-      return "CreatePermission";
-    case stun::Method::kChannelBind:
-      return "ChannelBind";
-    default:
-      return "request";
-  }
-}
-
 int msUntil(TurnClient::Clock::time_point t) {
   const auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(t - TurnClient::Clock::now()).count();
@@ -83,7 +68,7 @@ Result<stun::MessageView> TurnClient::transactOnce(stun::Method method, const Bu
     const auto now = Clock::now();
     if (now >= deadline) {
       outcome =
-          makeError(Error::Code::kIo, std::string(methodName(method)) + ": no answer from " +
+          makeError(Error::Code::kIo, std::string(stun::methodName(method)) + ": no answer from " +
                                           link_->server().toString() + " within " +
                                           std::to_string(options_.transaction_timeout_ms) + " ms");
       break;
@@ -141,9 +126,9 @@ Result<stun::MessageView> TurnClient::transact(stun::Method method, const Build&
     refreshed_nonce = refreshed_nonce || stale;
     if (options_.username.empty()) {
       last_refusal_ = Refusal{401, "Unauthorized"};
-      return makeError(
-          Error::Code::kInvalidArgument,
-          std::string(methodName(method)) + ": the server wants credentials and none were given");
+      return makeError(Error::Code::kInvalidArgument,
+                       std::string(stun::methodName(method)) +
+                           ": the server wants credentials and none were given");
     }
     if (realm) realm_ = std::string(stun::decodeString(*realm));
     nonce_ = std::string(stun::decodeString(*nonce));
@@ -160,7 +145,7 @@ Error TurnClient::refused(stun::Method method, const stun::MessageView& answer) 
       refusal.reason = std::string(e->reason);
     }
   }
-  std::string message = std::string(methodName(method)) +
+  std::string message = std::string(stun::methodName(method)) +
                         " refused: " + std::to_string(refusal.code) + " " + refusal.reason;
   if (refusal.code == 401) message += " (the credentials were not accepted)";
   last_refusal_ = std::move(refusal);

@@ -25,6 +25,33 @@ enum class Method : uint16_t {
   kConnectionAttempt = 0x00c,
 };
 
+// The method's name as the RFCs spell it, for logs and error messages.
+constexpr std::string_view methodName(Method method) {
+  switch (method) {
+    case Method::kBinding:
+      return "Binding";
+    case Method::kAllocate:
+      return "Allocate";
+    case Method::kRefresh:
+      return "Refresh";
+    case Method::kSend:
+      return "Send";
+    case Method::kData:
+      return "Data";
+    case Method::kCreatePermission:
+      return "CreatePermission";
+    case Method::kChannelBind:
+      return "ChannelBind";
+    case Method::kConnect:
+      return "Connect";
+    case Method::kConnectionBind:
+      return "ConnectionBind";
+    case Method::kConnectionAttempt:
+      return "ConnectionAttempt";
+  }
+  return "unknown method";
+}
+
 // The two class bits C1 C0 of the message type (RFC 8489 §5).
 enum class MessageClass : uint8_t {
   kRequest = 0b00,

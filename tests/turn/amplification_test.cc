@@ -151,21 +151,6 @@ class AmplificationTest : public TurnTest {
 const stun::Method kTurnMethods[] = {stun::Method::kAllocate, stun::Method::kRefresh,
                                      stun::Method::kCreatePermission, stun::Method::kChannelBind};
 
-std::string methodName(stun::Method m) {
-  switch (m) {
-    case stun::Method::kAllocate:
-      return "Allocate";
-    case stun::Method::kRefresh:
-      return "Refresh";
-    case stun::Method::kCreatePermission:
-      return "CreatePermission";
-    case stun::Method::kChannelBind:
-      return "ChannelBind";
-    default:
-      return "method " + std::to_string(static_cast<int>(m));
-  }
-}
-
 TEST_F(AmplificationTest, BindingSuccessIsBounded) {
   for (const bool fp : {false, true}) {
     const std::string tag = fp ? " +FP" : "";
@@ -241,7 +226,7 @@ TEST_F(AmplificationTest, ChallengeIsTheLargestAnswerAndMeetsTheBoundExactly) {
   const size_t bound = amplificationBound(server_->config());
   ASSERT_EQ(bound, 112u);
   for (const stun::Method method : kTurnMethods) {
-    const std::string name = methodName(method);
+    const std::string name(stun::methodName(method));
     expectError(name + ", header only", craft(method, {}, Creds::kNone, false), 401);
     expectError(name + ", header only +FP", craft(method, {}, Creds::kNone, true), 401);
     expectError(name + ", largest +FP", craft(method, {}, Creds::kNone, true, kLargestRequest),
@@ -303,8 +288,9 @@ TEST_F(AmplificationTest, AuthNoneRefusesTurnWithASmall403) {
   c.auth_mode = AuthMode::kNone;
   reset(c);
   for (const stun::Method method : kTurnMethods) {
-    expectError(methodName(method) + ", auth none", craft(method, {}, Creds::kNone, false), 403);
-    expectError(methodName(method) + ", auth none, largest +FP",
+    expectError(std::string(stun::methodName(method)) + ", auth none",
+                craft(method, {}, Creds::kNone, false), 403);
+    expectError(std::string(stun::methodName(method)) + ", auth none, largest +FP",
                 craft(method, {}, Creds::kNone, true, kLargestRequest), 403);
   }
 }

@@ -27,12 +27,15 @@ constexpr uint64_t kMaxResponseBody = 16 << 20;  // configs carry base64 certifi
 
 template <class Stream>
 asio::awaitable<Result<HttpReply>> httpGet(Stream& stream, const Origin& origin,
-                                           const std::string& target) {
+                                           const std::string& target, const GetHeaders& headers) {
   const auto token = asio::as_tuple(asio::use_awaitable);
   http::request<http::empty_body> request{http::verb::get, target, 11};
   request.set(http::field::host, origin.hostPort());
-  request.set(http::field::user_agent, "kturn-cds-client");
+  request.set(http::field::user_agent, headers.user_agent);
   request.set(http::field::accept, "application/json");
+  if (!headers.bearer_token.empty()) {
+    request.set(http::field::authorization, "Bearer " + std::string(headers.bearer_token));
+  }
   auto [write_ec, written] = co_await http::async_write(stream, request, token);
   if (write_ec) co_return makeError(Error::Code::kIo, "sending request: " + write_ec.message());
   beast::flat_buffer buffer;
@@ -40,7 +43,10 @@ asio::awaitable<Result<HttpReply>> httpGet(Stream& stream, const Origin& origin,
   parser.body_limit(kMaxResponseBody);
   auto [read_ec, read] = co_await http::async_read(stream, buffer, parser, token);
   if (read_ec) co_return makeError(Error::Code::kIo, "reading response: " + read_ec.message());
-  co_return HttpReply{parser.get().result_int(), std::move(parser.get().body())};
+  http::response<http::string_body>& response = parser.get();
+  co_return HttpReply{.status = response.result_int(),
+                      .content_type = std::string(response[http::field::content_type]),
+                      .body = std::move(response.body())};
 }
 
 }  // namespace
@@ -113,19 +119,20 @@ asio::awaitable<beast::error_code> openStream(TlsStream& stream, const Origin& o
 
 asio::awaitable<Result<HttpReply>> fetchDocument(PlainStream& stream, const Origin& origin,
                                                  const std::string& target,
-                                                 std::chrono::steady_clock::duration timeout) {
+                                                 std::chrono::steady_clock::duration timeout,
+                                                 const GetHeaders& headers) {
   const beast::error_code ec = co_await openStream(stream, origin, timeout);
   if (ec) co_return makeError(Error::Code::kIo, "connecting: " + ec.message());
-  co_return co_await httpGet(stream, origin, target);
+  co_return co_await httpGet(stream, origin, target, headers);
 }
 
 asio::awaitable<Result<HttpReply>> fetchDocument(TlsStream& stream, const Origin& origin,
                                                  const std::string& target,
                                                  std::chrono::steady_clock::duration timeout,
-                                                 bool verify_host) {
+                                                 bool verify_host, const GetHeaders& headers) {
   const beast::error_code ec = co_await openStream(stream, origin, timeout, verify_host);
   if (ec) co_return makeError(Error::Code::kIo, "connecting: " + ec.message());
-  co_return co_await httpGet(stream, origin, target);
+  co_return co_await httpGet(stream, origin, target, headers);
 }
 
 }  // namespace kturn::cds

@@ -1,6 +1,6 @@
 // Client-side connection setup shared by CdsClient's one-shot GET and its watcher: resolve,
 // connect, TLS handshake (https/wss), each step bounded by the caller's deadline; and one HTTP
-// GET over such a stream. Private to src/cds.
+// GET over such a stream, which kturnctl's plain-HTTP commands (cli/http_get.h) use too.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "cds/origin.h"
 #include "kturn/result.h"
@@ -36,19 +37,28 @@ boost::asio::awaitable<boost::beast::error_code> openStream(
 
 struct HttpReply {
   unsigned status = 0;
+  std::string content_type;
   std::string body;
+};
+
+// What a GET sends besides Host and "Accept: application/json".
+struct GetHeaders {
+  std::string_view user_agent = "kturn-cds-client";
+  std::string_view bearer_token{};  // "Authorization: Bearer <token>" when not empty
 };
 
 // openStream(), then GET `target` (Accept: application/json) and read the whole answer, body
 // capped at 16 MiB (configs carry base64 certificates). The deadline covers all of it. kIo for
 // a failure to connect, send or read ("connecting: ...", "reading response: ..."); any HTTP
 // status is a reply.
-boost::asio::awaitable<Result<HttpReply>> fetchDocument(
-    PlainStream& stream, const Origin& origin, const std::string& target,
-    std::chrono::steady_clock::duration timeout);
+boost::asio::awaitable<Result<HttpReply>> fetchDocument(PlainStream& stream, const Origin& origin,
+                                                        const std::string& target,
+                                                        std::chrono::steady_clock::duration timeout,
+                                                        const GetHeaders& headers = {});
 boost::asio::awaitable<Result<HttpReply>> fetchDocument(TlsStream& stream, const Origin& origin,
                                                         const std::string& target,
                                                         std::chrono::steady_clock::duration timeout,
-                                                        bool verify_host);
+                                                        bool verify_host,
+                                                        const GetHeaders& headers = {});
 
 }  // namespace kturn::cds

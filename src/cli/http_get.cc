@@ -1,64 +1,31 @@
 #include "cli/http_get.h"
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <cctype>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cds/transport.h"
+
 namespace kturn::cli {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 
 namespace {
 
-constexpr uint64_t kMaxBody = 16 << 20;  // a /status of a big config carries many listeners
-constexpr auto kToken = asio::as_tuple(asio::use_awaitable);
-
 asio::awaitable<Result<HttpGetReply>> exchange(const HttpGetRequest& request) {
-  auto executor = co_await asio::this_coro::executor;
-  beast::tcp_stream stream(executor);
-  // The deadline covers every step below: tcp_stream checks it on each async operation.
-  stream.expires_after(request.timeout);
-  asio::ip::tcp::resolver resolver(executor);
-  auto [resolve_ec, endpoints] = co_await resolver.async_resolve(
-      request.server.host, std::to_string(request.server.port), kToken);
-  if (resolve_ec) co_return makeError(Error::Code::kIo, "resolve: " + resolve_ec.message());
-  auto [connect_ec, connected] = co_await stream.async_connect(endpoints, kToken);
-  if (connect_ec) co_return makeError(Error::Code::kIo, "connect: " + connect_ec.message());
-
-  http::request<http::empty_body> get{http::verb::get, request.target, 11};
-  get.set(http::field::host, request.server.hostPort());
-  get.set(http::field::user_agent, "kturnctl");
-  get.set(http::field::accept, "application/json");
-  if (!request.bearer_token.empty()) {
-    get.set(http::field::authorization, "Bearer " + request.bearer_token);
-  }
-  auto [write_ec, written] = co_await http::async_write(stream, get, kToken);
-  if (write_ec) co_return makeError(Error::Code::kIo, "send: " + write_ec.message());
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(kMaxBody);
-  auto [read_ec, read] = co_await http::async_read(stream, buffer, parser, kToken);
-  if (read_ec) co_return makeError(Error::Code::kIo, "read: " + read_ec.message());
-  beast::error_code ignored;
-  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  http::response<http::string_body>& response = parser.get();
-  co_return HttpGetReply{.status = response.result_int(),
-                         .content_type = std::string(response[http::field::content_type]),
-                         .body = std::move(response.body())};
+  cds::PlainStream stream(co_await asio::this_coro::executor);
+  const cds::Origin origin{.tls = false, .host = request.server.host, .port = request.server.port};
+  // The timeout bounds resolving, connecting, sending and reading together.
+  Result<cds::HttpReply> reply =
+      co_await cds::fetchDocument(stream, origin, request.target, request.timeout,
+                                  {.user_agent = "kturnctl", .bearer_token = request.bearer_token});
+  if (!reply) co_return reply.error();
+  co_return HttpGetReply{.status = reply->status,
+                         .content_type = std::move(reply->content_type),
+                         .body = std::move(reply->body)};
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ struct HttpGetReply {
 };
 
 // Any HTTP status is a reply; errors are network failures and timeouts (kIo), their message
-// naming the URL: "GET http://127.0.0.1:8086/status: connect: Connection refused".
+// naming the URL: "GET http://127.0.0.1:8086/status: connecting: Connection refused".
 Result<HttpGetReply> httpGet(const HttpGetRequest& request);
 
 // What to tell the user about an error answer: the "message" of a JSON error body ({"code" or

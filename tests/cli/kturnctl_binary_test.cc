@@ -138,7 +138,7 @@ TEST(KturnctlBinaryTest, RenderPrintsTheGoldenStream) {
 TEST(KturnctlBinaryTest, UnreachableServersExitOne) {
   Kturnctl status({"status", "--admin", "http://127.0.0.1:1"});
   EXPECT_EQ(status.wait(), 1);
-  EXPECT_NE(status.err().find("kturnctl status: GET http://127.0.0.1:1/status: connect:"),
+  EXPECT_NE(status.err().find("kturnctl status: GET http://127.0.0.1:1/status: connecting:"),
             std::string::npos)
       << status.err();
   Kturnctl auth({"auth", "--auth-server", "http://127.0.0.1:1"});

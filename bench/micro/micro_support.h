@@ -23,11 +23,13 @@ class FakeRelays : public turn::RelayAllocator {
  public:
   Result<turn::RelayGrant> open(const turn::RelayRequest& request) override {
     const uint32_t n = next_++;
-    return turn::RelayGrant{
-        TransportAddress{IpAddress::v4(0x0A010000 | (n >> 16)), static_cast<uint16_t>(n)},
-        std::nullopt};
+    turn::RelayGrant grant;
+    grant.relayed =
+        TransportAddress{IpAddress::v4(0x0A010000 | (n >> 16)), static_cast<uint16_t>(n)};
+    return grant;
   }
   void close(turn::AllocationId) override {}
+  void closeFamily(turn::AllocationId, AddressFamily) override {}
 
  private:
   uint32_t next_ = 1;

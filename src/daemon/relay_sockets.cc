@@ -31,6 +31,7 @@ RelaySockets::RelaySockets(net::EventLoop& loop, ReservationPool& reservations,
 RelaySockets::~RelaySockets() {
   for (Slot& slot : slots_) {
     if (slot.socket.fd() >= 0) loop_.remove(slot.socket.fd());
+    if (slot.additional.fd() >= 0) loop_.remove(slot.additional.fd());
   }
 }
 
@@ -104,21 +105,66 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
   }
 
   const turn::AllocationId id = request.allocation;
-  const int fd = socket.fd();
-  auto added = loop_.add(fd, EPOLLIN, [this, id, fd](uint32_t) { on_readable_(id, fd); });
-  if (!added) return added.error();
+  if (auto watched = watch(id, socket); !watched) return watched.error();
   if (slots_.size() <= id.index) slots_.resize(id.index + 1);
-  const TransportAddress relayed = socket.localAddress();
-  slots_[id.index] = Slot{id, std::move(socket)};
+  turn::RelayGrant grant;
+  grant.relayed = socket.localAddress();
+  grant.reservation_token = token;
+  slots_[id.index] = Slot{id, std::move(socket), {}};
   ++open_;
-  return turn::RelayGrant{relayed, token};
+
+  if (request.additional_ipv6) {
+    // The IPv6 half of a dual allocation, on the same interface. Failing it keeps the IPv4 half.
+    const auto v6 =
+        dataplane_ ? dataplane_->interfaces.sibling(ip, AddressFamily::kIPv6) : std::nullopt;
+    Result<net::UdpSocket> additional =
+        v6 ? bindRelay(listener, *v6, false, false, nullptr)
+           : Result<net::UdpSocket>(makeError(Error::Code::kUnsupported, "no IPv6 address"));
+    if (additional) {
+      if (auto watched = watch(id, *additional); watched) {
+        grant.additional = additional->localAddress();
+        slots_[id.index].additional = std::move(*additional);
+        ++open_;
+      } else {
+        grant.additional_error = watched.error().code;
+      }
+    } else {
+      grant.additional_error = additional.error().code;
+    }
+  }
+  return grant;
+}
+
+Result<void> RelaySockets::watch(turn::AllocationId id, const net::UdpSocket& socket) {
+  const int fd = socket.fd();
+  return loop_.add(fd, EPOLLIN, [this, id, fd](uint32_t) { on_readable_(id, fd); });
 }
 
 void RelaySockets::close(turn::AllocationId allocation) {
-  if (fd(allocation) < 0) return;
+  if (allocation.index >= slots_.size() || slots_[allocation.index].id != allocation) return;
   Slot& slot = slots_[allocation.index];
   loop_.remove(slot.socket.fd());
+  --open_;
+  if (slot.additional.fd() >= 0) {
+    loop_.remove(slot.additional.fd());
+    --open_;
+  }
   slot = Slot{};
+}
+
+void RelaySockets::closeFamily(turn::AllocationId allocation, AddressFamily family) {
+  if (allocation.index >= slots_.size() || slots_[allocation.index].id != allocation) return;
+  Slot& slot = slots_[allocation.index];
+  if (slot.additional.fd() < 0) return;  // not a dual allocation: close() ends it
+  if (slot.socket.localAddress().ip.family() == family) {
+    loop_.remove(slot.socket.fd());
+    slot.socket = std::move(slot.additional);
+  } else if (slot.additional.localAddress().ip.family() == family) {
+    loop_.remove(slot.additional.fd());
+  } else {
+    return;
+  }
+  slot.additional = net::UdpSocket{};
   --open_;
 }
 

@@ -1,6 +1,7 @@
-// The worker's RelayAllocator: one UDP socket per allocation, bound on the listener's address
-// (or the address the client reached when the listener binds a wildcard), registered with the
-// worker's event loop and tagged with the allocation id.
+// The worker's RelayAllocator: one UDP socket per allocation (two for a dual allocation, IPv4
+// and IPv6), bound on the listener's address (or the address the client reached when the
+// listener binds a wildcard), registered with the worker's event loop and tagged with the
+// allocation id.
 #pragma once
 
 #include <cstdint>
@@ -29,21 +30,27 @@ class RelaySockets : public turn::RelayAllocator {
 
   Result<turn::RelayGrant> open(const turn::RelayRequest& request) override;
   void close(turn::AllocationId allocation) override;
+  void closeFamily(turn::AllocationId allocation, AddressFamily family) override;
 
-  // The relay socket of a live allocation, or -1. O(1): indexed by the allocation's slot.
-  int fd(turn::AllocationId allocation) const {
-    return allocation.index < slots_.size() && slots_[allocation.index].id == allocation
-               ? slots_[allocation.index].socket.fd()
-               : -1;
+  // The relay socket of a live allocation that sends to `peer`, or -1. O(1): indexed by the
+  // allocation's slot.
+  int fd(turn::AllocationId allocation, const IpAddress& peer) const {
+    if (allocation.index >= slots_.size() || slots_[allocation.index].id != allocation) return -1;
+    const Slot& slot = slots_[allocation.index];
+    return slot.additional.fd() >= 0 && !peer.isV4() ? slot.additional.fd() : slot.socket.fd();
   }
+  // Open relay sockets, both of a dual allocation counted.
   size_t openCount() const { return open_; }
 
  private:
   struct Slot {
     turn::AllocationId id{};
     net::UdpSocket socket;
+    net::UdpSocket additional;  // a dual allocation's IPv6 relay
   };
 
+  // Registers `socket` with the loop, tagged with `id`.
+  Result<void> watch(turn::AllocationId id, const net::UdpSocket& socket);
   // A relay socket; with `next`, also the socket of the port after it (EVEN-PORT R=1), both
   // bound or neither.
   Result<net::UdpSocket> bindRelay(const ListenerSpec* listener, const IpAddress& ip, bool even,

@@ -53,6 +53,7 @@ std::string SessionLog::record(const turn::Allocation& a, turn::SessionEnd reaso
     j["user"] = a.username;
   }
   j["relay"] = a.relayed.toString();
+  if (a.relayed_additional) j["relay_ipv6"] = a.relayed_additional->toString();
   nlohmann::json peers = nlohmann::json::array();
   for (const auto& p : a.permissions) peers.push_back(p.peer.toString());
   j["peers"] = peers;

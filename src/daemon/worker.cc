@@ -380,7 +380,7 @@ void Worker::onRelayReadable(turn::AllocationId allocation, int fd) {
 
 void Worker::flush() {
   for (const turn::SendToPeer& s : actions_.to_peers) {
-    const int fd = relays_.fd(s.allocation);
+    const int fd = relays_.fd(s.allocation, s.peer.ip);
     if (fd < 0) continue;
     if (!tx_.queue(fd, s.peer, s.data)) {
       tx_.flush();

@@ -44,6 +44,12 @@ struct Allocation {
   FiveTuple five_tuple;
   ListenerId listener = 0;
   TransportAddress relayed;
+  // The IPv6 relay of a dual allocation (ADDITIONAL-ADDRESS-FAMILY, RFC 8656 §7.2); `relayed`
+  // is then the IPv4 one.
+  std::optional<TransportAddress> relayed_additional;
+  // Why a dual allocation got no IPv6 relay (440 or 508, sent as ADDRESS-ERROR-CODE); 0 if it
+  // got one or asked for none.
+  uint16_t additional_error = 0;
   MonoTime expires;
   // The Allocate request's transaction ID, to answer retransmissions (RFC 8656 §7.2).
   stun::TransactionId allocate_transaction{};
@@ -71,6 +77,13 @@ struct Allocation {
 
   // The timer wheel slot this allocation is armed at, in monotonic seconds.
   int64_t armed_at = 0;
+
+  // Whether the allocation has a relayed address of `family`: peers of any other family are
+  // refused with 443.
+  bool relays(AddressFamily family) const {
+    return relayed.family() == family ||
+           (relayed_additional && relayed_additional->family() == family);
+  }
 
   Permission* findPermission(const IpAddress& ip);
   ChannelBinding* findChannel(uint16_t number);

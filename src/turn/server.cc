@@ -394,6 +394,17 @@ void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const N
   }
 }
 
+void Server::releaseFamily(Allocation& allocation, AddressFamily family) {
+  relays_.closeFamily(allocation.id, family);
+  if (allocation.relayed.family() == family) allocation.relayed = *allocation.relayed_additional;
+  allocation.relayed_additional.reset();
+  // Peers of the released family are out of reach now.
+  std::erase_if(allocation.permissions,
+                [&](const Permission& p) { return p.peer.family() == family; });
+  std::erase_if(allocation.channels,
+                [&](const ChannelBinding& c) { return c.peer.family() == family; });
+}
+
 void Server::rearm(Allocation& allocation) {
   const int64_t deadline = secondsCeil(allocation.nextDeadline());
   if (allocation.armed_at == 0 || deadline < allocation.armed_at) {

@@ -135,6 +135,8 @@ class Server {
   // Allocation lifecycle.
   Seconds grantedLifetime(const stun::MessageView& message) const;
   void deleteAllocation(Allocation& allocation, SessionEnd reason, const Now& now);
+  // Closes the `family` relay of a dual allocation with its permissions and channels.
+  void releaseFamily(Allocation& allocation, AddressFamily family);
   void rearm(Allocation& allocation);
   void onAllocationTimer(AllocationId id, int64_t deadline, const Now& now);
 

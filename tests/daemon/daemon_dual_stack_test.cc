@@ -1,6 +1,7 @@
 // A listener on "::" serves IPv4 and IPv6 clients on one port (an IPv6-only socket and an IPv4
 // one), each seeing its own address family; a relay of the other family comes from the same
-// interface (REQUESTED-ADDRESS-FAMILY).
+// interface (REQUESTED-ADDRESS-FAMILY), and a dual allocation (ADDITIONAL-ADDRESS-FAMILY) gets
+// one of each.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -22,6 +23,38 @@ namespace kturn::daemon {
 namespace {
 
 using testing::TurnTestClient;
+
+// A UDP peer on loopback: what it received and from where.
+struct Peer {
+  explicit Peer(const char* ip)
+      : socket(net::UdpSocket::bind({*IpAddress::parse(ip), 0}, {}).value()) {}
+  TransportAddress address() const { return socket.localAddress(); }
+
+  std::optional<std::pair<TransportAddress, std::string>> receive(
+      std::chrono::milliseconds timeout) {
+    pollfd p{socket.fd(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return std::nullopt;
+    char in[2048];
+    sockaddr_storage from;
+    socklen_t from_len = sizeof from;
+    const ssize_t got =
+        ::recvfrom(socket.fd(), in, sizeof in, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+    if (got < 0) return std::nullopt;
+    return std::pair{net::fromSockaddr(reinterpret_cast<const sockaddr*>(&from)),
+                     std::string(in, static_cast<size_t>(got))};
+  }
+  void sendTo(const TransportAddress& to, std::string_view data) {
+    sockaddr_storage ss;
+    const socklen_t len = net::toSockaddr(to, ss);
+    ::sendto(socket.fd(), data.data(), data.size(), 0, reinterpret_cast<sockaddr*>(&ss), len);
+  }
+
+  net::UdpSocket socket;
+};
+
+std::span<const uint8_t> bytes(std::string_view s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
 
 class DaemonDualStackTest : public ::testing::Test {
  protected:
@@ -110,6 +143,58 @@ TEST_F(DaemonDualStackTest, AnIPv4ClientOfADualStackTcpListenerIsSeenAsIPv4) {
   const auto mapped = response->value(stun::attr::kXorMappedAddress);
   ASSERT_TRUE(mapped);
   EXPECT_EQ(stun::decodeXorAddress(*mapped, response->xorPad()), local) << "not ::ffff:127.0.0.1";
+}
+
+TEST_F(DaemonDualStackTest, DualAllocationRelaysToPeersOfBothFamilies) {
+  auto c = client("127.0.0.1");
+  const auto allocated = c.allocateDual();
+  ASSERT_TRUE(allocated.success) << allocated.error;
+  ASSERT_EQ(allocated.relayed_all.size(), 2u);
+  const TransportAddress relay4 = allocated.relayed_all[0];
+  const TransportAddress relay6 = allocated.relayed_all[1];
+  EXPECT_EQ(relay4.ip, *IpAddress::parse("127.0.0.1"));
+  EXPECT_EQ(relay6.ip, *IpAddress::parse("::1"));
+  EXPECT_EQ(allocated.address_error, 0);
+
+  Peer peer4("127.0.0.1");
+  Peer peer6("::1");
+  ASSERT_TRUE(c.createPermission(peer4.address()).success);
+  ASSERT_TRUE(c.createPermission(peer6.address()).success);
+
+  // Each peer hears the client from the relay of its own family.
+  c.sendIndication(peer4.address(), bytes("to-v4"));
+  c.sendIndication(peer6.address(), bytes("to-v6"));
+  const auto at4 = peer4.receive(std::chrono::seconds(2));
+  ASSERT_TRUE(at4);
+  EXPECT_EQ(at4->first, relay4);
+  EXPECT_EQ(at4->second, "to-v4");
+  const auto at6 = peer6.receive(std::chrono::seconds(2));
+  ASSERT_TRUE(at6);
+  EXPECT_EQ(at6->first, relay6);
+  EXPECT_EQ(at6->second, "to-v6");
+
+  // And the client hears each peer through it.
+  peer6.sendTo(relay6, "from-v6");
+  auto data = c.receiveData(std::chrono::seconds(2));
+  ASSERT_TRUE(data);
+  EXPECT_EQ(data->first, peer6.address());
+  EXPECT_EQ(std::string(data->second.begin(), data->second.end()), "from-v6");
+  peer4.sendTo(relay4, "from-v4");
+  data = c.receiveData(std::chrono::seconds(2));
+  ASSERT_TRUE(data);
+  EXPECT_EQ(data->first, peer4.address());
+
+  // Releasing the IPv6 half closes its relay; the IPv4 half relays on.
+  const auto released = c.refreshFamily(0, AddressFamily::kIPv6);
+  ASSERT_TRUE(released.success) << released.error;
+  peer6.sendTo(relay6, "lost");
+  EXPECT_FALSE(c.receiveData(std::chrono::milliseconds(300)));
+  EXPECT_EQ(c.createPermission(peer6.address()).error, 443);
+  peer4.sendTo(relay4, "still");
+  data = c.receiveData(std::chrono::seconds(2));
+  ASSERT_TRUE(data);
+  EXPECT_EQ(std::string(data->second.begin(), data->second.end()), "still");
+  EXPECT_TRUE(c.refresh(0).success);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // A minimal blocking TURN client over a real loopback UDP socket, for in-process daemon tests:
-// Binding, Allocate with the long-term credential handshake (401 → retry with NONCE), Refresh,
-// CreatePermission and Send indications.
+// Binding, Allocate (dual too) with the long-term credential handshake (401 → retry with
+// NONCE), Refresh, CreatePermission, Send and Data indications.
 #pragma once
 
 #include <poll.h>
@@ -33,8 +33,10 @@ class TurnTestClient {
     bool answered = false;
     bool success = false;
     int error = 0;
-    std::optional<TransportAddress> mapped;   // XOR-MAPPED-ADDRESS
-    std::optional<TransportAddress> relayed;  // XOR-RELAYED-ADDRESS
+    std::optional<TransportAddress> mapped;     // XOR-MAPPED-ADDRESS
+    std::optional<TransportAddress> relayed;    // XOR-RELAYED-ADDRESS, the first
+    std::vector<TransportAddress> relayed_all;  // every XOR-RELAYED-ADDRESS (dual allocation)
+    int address_error = 0;                      // ADDRESS-ERROR-CODE's code
   };
 
   TurnTestClient(TransportAddress server, std::string username, std::string password)
@@ -47,26 +49,58 @@ class TurnTestClient {
 
   TransportAddress local() const { return socket_.localAddress(); }
 
-  Outcome binding() { return transact(stun::Method::kBinding, false, {}); }
+  Outcome binding() { return transact(stun::Method::kBinding, false, Extra{}); }
 
   // Allocate (UDP), answering the 401 challenge once as clients do.
-  Outcome allocate() {
-    const Outcome first = transact(stun::Method::kAllocate, !nonce_.empty(), {});
-    if (!first.answered || first.error != 401) return first;
-    return transact(stun::Method::kAllocate, true, {});
+  Outcome allocate() { return allocateWith(Extra{}); }
+  // A dual allocation: ADDITIONAL-ADDRESS-FAMILY IPv6 (RFC 8656 §7.2).
+  Outcome allocateDual() {
+    Extra extra;
+    extra.additional_family = AddressFamily::kIPv6;
+    return allocateWith(extra);
   }
 
   Outcome refresh(uint32_t lifetime) {
-    Outcome o = transact(stun::Method::kRefresh, true, lifetime);
-    if (o.error == 438) o = transact(stun::Method::kRefresh, true, lifetime);  // stale nonce
-    return o;
+    Extra extra;
+    extra.lifetime = lifetime;
+    return authenticated(stun::Method::kRefresh, extra);
+  }
+  // Refresh with REQUESTED-ADDRESS-FAMILY: with lifetime 0, releases that half of a dual
+  // allocation.
+  Outcome refreshFamily(uint32_t lifetime, AddressFamily family) {
+    Extra extra;
+    extra.lifetime = lifetime;
+    extra.requested_family = family;
+    return authenticated(stun::Method::kRefresh, extra);
   }
 
   // CreatePermission for `peer`'s address, after allocate().
   Outcome createPermission(const TransportAddress& peer) {
-    Outcome o = transact(stun::Method::kCreatePermission, true, {}, peer);
-    if (o.error == 438) o = transact(stun::Method::kCreatePermission, true, {}, peer);
-    return o;
+    Extra extra;
+    extra.peer = peer;
+    return authenticated(stun::Method::kCreatePermission, extra);
+  }
+
+  // The next Data indication (RFC 8656 §11.4) within `timeout`: the peer and its data.
+  std::optional<std::pair<TransportAddress, std::vector<uint8_t>>> receiveData(
+      std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{socket_.fd(), POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) continue;
+      uint8_t in[2048];
+      const ssize_t got = ::recv(socket_.fd(), in, sizeof in, 0);
+      if (got <= 0) continue;
+      auto m = stun::MessageView::parse({in, static_cast<size_t>(got)});
+      if (!m || !m->isIndication() || m->method() != stun::Method::kData) continue;
+      const auto peer = m->value(stun::attr::kXorPeerAddress);
+      const auto data = m->value(stun::attr::kData);
+      if (!peer || !data) continue;
+      const auto from = stun::decodeXorAddress(*peer, m->xorPad());
+      if (!from) continue;
+      return std::pair{*from, std::vector<uint8_t>(data->begin(), data->end())};
+    }
+    return std::nullopt;
   }
 
   // A Send indication relaying `data` to `peer` (RFC 8656 §11.1); nothing answers it.
@@ -84,8 +118,28 @@ class TurnTestClient {
   }
 
  private:
-  Outcome transact(stun::Method method, bool auth, std::optional<uint32_t> lifetime,
-                   std::optional<TransportAddress> peer = std::nullopt) {
+  // Attributes a request carries besides the credentials.
+  struct Extra {
+    std::optional<uint32_t> lifetime;
+    std::optional<TransportAddress> peer;
+    std::optional<AddressFamily> additional_family;  // ADDITIONAL-ADDRESS-FAMILY
+    std::optional<AddressFamily> requested_family;   // REQUESTED-ADDRESS-FAMILY
+  };
+
+  Outcome allocateWith(const Extra& extra) {
+    const Outcome first = transact(stun::Method::kAllocate, !nonce_.empty(), extra);
+    if (!first.answered || first.error != 401) return first;
+    return transact(stun::Method::kAllocate, true, extra);
+  }
+
+  // A request with credentials, retried once on a stale nonce.
+  Outcome authenticated(stun::Method method, const Extra& extra) {
+    Outcome o = transact(method, true, extra);
+    if (o.error == 438) o = transact(method, true, extra);
+    return o;
+  }
+
+  Outcome transact(stun::Method method, bool auth, const Extra& extra) {
     stun::TransactionId txid{};
     const uint32_t n = ++txid_counter_;
     for (size_t i = 0; i < 4; ++i) txid[i] = static_cast<uint8_t>(n >> (8 * i));
@@ -95,8 +149,16 @@ class TurnTestClient {
       const uint8_t udp[] = {17, 0, 0, 0};
       b.add(stun::attr::kRequestedTransport, udp);
     }
-    if (lifetime) b.addUint32(stun::attr::kLifetime, *lifetime);
-    if (peer) b.addXorAddress(stun::attr::kXorPeerAddress, *peer);
+    if (extra.lifetime) b.addUint32(stun::attr::kLifetime, *extra.lifetime);
+    if (extra.peer) b.addXorAddress(stun::attr::kXorPeerAddress, *extra.peer);
+    if (extra.additional_family) {
+      const uint8_t value[] = {static_cast<uint8_t>(*extra.additional_family), 0, 0, 0};
+      b.add(stun::attr::kAdditionalAddressFamily, value);
+    }
+    if (extra.requested_family) {
+      const uint8_t value[] = {static_cast<uint8_t>(*extra.requested_family), 0, 0, 0};
+      b.add(stun::attr::kRequestedAddressFamily, value);
+    }
     if (auth) {
       b.addString(stun::attr::kUsername, username_)
           .addString(stun::attr::kRealm, realm_)
@@ -126,13 +188,23 @@ class TurnTestClient {
       if (got <= 0) continue;
       auto m = stun::MessageView::parse({in, static_cast<size_t>(got)});
       if (!m || !std::equal(txid.begin(), txid.end(), m->transactionId().begin())) continue;
-      Outcome o{true, m->messageClass() == stun::MessageClass::kSuccessResponse, 0, {}, {}};
+      Outcome o;
+      o.answered = true;
+      o.success = m->messageClass() == stun::MessageClass::kSuccessResponse;
       if (const auto a = m->value(stun::attr::kXorMappedAddress))
         o.mapped = stun::decodeXorAddress(*a, m->xorPad());
-      if (const auto a = m->value(stun::attr::kXorRelayedAddress))
-        o.relayed = stun::decodeXorAddress(*a, m->xorPad());
+      for (const stun::Attribute& a : m->attributes()) {
+        if (a.type != stun::attr::kXorRelayedAddress) continue;
+        if (auto relayed = stun::decodeXorAddress(a.value, m->xorPad())) {
+          o.relayed_all.push_back(*relayed);
+        }
+      }
+      if (!o.relayed_all.empty()) o.relayed = o.relayed_all.front();
       if (const auto e = m->value(stun::attr::kErrorCode))
         o.error = stun::decodeErrorCode(*e)->code;
+      if (const auto e = m->value(stun::attr::kAddressErrorCode); e && e->size() >= 4) {
+        o.address_error = (*e)[2] % 8 * 100 + (*e)[3];
+      }
       if (const auto nonce = m->value(stun::attr::kNonce)) nonce_ = stun::decodeString(*nonce);
       if (const auto realm = m->value(stun::attr::kRealm)) realm_ = stun::decodeString(*realm);
       return o;

@@ -161,6 +161,7 @@ class FakeRelays : public RelayAllocator {
     FiveTuple five_tuple;
     ListenerId listener;
     TransportAddress relayed;
+    std::optional<TransportAddress> additional;  // a dual allocation's IPv6 relay
   };
 
   Result<RelayGrant> open(const RelayRequest& request) override {
@@ -169,19 +170,29 @@ class FakeRelays : public RelayAllocator {
     if (request.reservation_token && *request.reservation_token != kToken) {
       return makeError(Error::Code::kNotFound, "unknown token");
     }
-    const IpAddress ip = request.family == AddressFamily::kIPv4
-                             ? IpAddress::v4(0x0A010001)
-                             : *IpAddress::parse("2001:db8:ffff::1");
-    RelayGrant grant{TransportAddress{ip, next_port_}, std::nullopt};
-    next_port_ = static_cast<uint16_t>(next_port_ + 2);
+    RelayGrant grant;
+    grant.relayed = next(request.family);
     if (request.reserve_next) grant.reservation_token = kToken;
-    open_[request.allocation.index] =
-        Open{request.allocation, request.five_tuple, request.listener, grant.relayed};
+    // Every other dual allocation finds no IPv6 port.
+    if (request.additional_ipv6 && (dual_requests_++ % 2) == 0) {
+      grant.additional = next(AddressFamily::kIPv6);
+    } else if (request.additional_ipv6) {
+      grant.additional_error = Error::Code::kExhausted;
+    }
+    open_[request.allocation.index] = Open{request.allocation, request.five_tuple, request.listener,
+                                           grant.relayed, grant.additional};
     return grant;
   }
   void close(AllocationId id) override {
     const auto it = open_.find(id.index);
     if (it != open_.end() && it->second.id == id) open_.erase(it);
+  }
+  void closeFamily(AllocationId id, AddressFamily family) override {
+    const auto it = open_.find(id.index);
+    FUZZ_CHECK(it != open_.end() && it->second.id == id && it->second.additional);
+    Open& o = it->second;
+    if (o.relayed.family() == family) o.relayed = *o.additional;
+    o.additional.reset();
   }
 
   const std::map<uint32_t, Open>& open() const { return open_; }
@@ -191,8 +202,17 @@ class FakeRelays : public RelayAllocator {
   }
 
  private:
+  TransportAddress next(AddressFamily family) {
+    const IpAddress ip = family == AddressFamily::kIPv4 ? IpAddress::v4(0x0A010001)
+                                                        : *IpAddress::parse("2001:db8:ffff::1");
+    const TransportAddress relayed{ip, next_port_};
+    next_port_ = static_cast<uint16_t>(next_port_ + 2);
+    return relayed;
+  }
+
   std::map<uint32_t, Open> open_;
   uint16_t next_port_ = 49152;
+  uint32_t dual_requests_ = 0;
 };
 
 bool inside(std::span<const uint8_t> inner, const uint8_t* base, size_t size) {
@@ -610,7 +630,7 @@ class Session {
     const Permission* p = a.findPermission(peer.ip);
     FUZZ_CHECK(p != nullptr);
     FUZZ_CHECK(p->expires > now_.mono);
-    FUZZ_CHECK(peer.family() == a.relayed.family());
+    FUZZ_CHECK(a.relays(peer.family()));
     const ListenerPolicy* policy = config().listener(a.listener);
     if (policy == nullptr || !policy->allows(peer)) {
       std::fprintf(stderr, "relayed to/from %s on listener %u, which config %zu does not admit\n",
@@ -644,7 +664,8 @@ class Session {
     FUZZ_CHECK(relays_.open().size() == server_.allocationCount());
     for (const auto& [index, o] : relays_.open()) {
       Allocation* a = server_.findAllocation(o.five_tuple);
-      FUZZ_CHECK(a != nullptr && a->id == o.id && a->relayed == o.relayed);
+      FUZZ_CHECK(a != nullptr && a->id == o.id && a->relayed == o.relayed &&
+                 a->relayed_additional == o.additional);
     }
   }
 

@@ -261,16 +261,6 @@ TEST_F(TurnTest, RefreshWithMismatchedAddressFamilyIs443) {
   EXPECT_EQ(reply.errorCode(), 443);
 }
 
-TEST_F(TurnTest, DualAllocationReportsTheUnavailableIpv6HalfInAddressErrorCode) {
-  const uint8_t v6[] = {0x02, 0, 0, 0};
-  auto reply = allocate([&](auto& b) { b.add(stun::attr::kAdditionalAddressFamily, v6); });
-  ASSERT_EQ(reply.cls(), stun::MessageClass::kSuccessResponse);
-  const auto aec = reply.view().value(stun::attr::kAddressErrorCode);
-  ASSERT_TRUE(aec);
-  EXPECT_EQ((*aec)[0], 0x02);
-  EXPECT_EQ((*aec)[2] * 100 + (*aec)[3], 440);
-}
-
 TEST_F(TurnTest, AdditionalFamilyIpv4OrWithRequestedFamilyIs400) {
   const uint8_t v4[] = {0x01, 0, 0, 0};
   const uint8_t v6[] = {0x02, 0, 0, 0};

@@ -18,21 +18,31 @@
 
 namespace kturn::turn::testing {
 
-// Hands out 10.1.0.1:<49152+n> (IPv4 only, like a listener without IPv6), remembers what it was
-// asked and what was closed.
+// Hands out 10.1.0.1:<49152+n> (IPv4 only, like a listener without IPv6; with `ipv6`, also
+// fd00::1:<49152+n>), remembers what it was asked and what was closed.
 class FakeRelays : public RelayAllocator {
  public:
   Result<RelayGrant> open(const RelayRequest& request) override {
     requests.push_back(request);
     if (exhausted) return makeError(Error::Code::kExhausted, "no ports");
-    if (request.family != AddressFamily::kIPv4) {
+    if (request.family != AddressFamily::kIPv4 && !ipv6) {
       return makeError(Error::Code::kUnsupported, "IPv4 only");
     }
     if (request.reservation_token && *request.reservation_token != 0xABCD) {
       return makeError(Error::Code::kNotFound, "unknown token");
     }
-    RelayGrant grant{TransportAddress{IpAddress::v4(0x0A010001), next_port++}, std::nullopt};
+    RelayGrant grant;
+    grant.relayed = next(request.family);
     if (request.reserve_next) grant.reservation_token = 0xABCD;
+    if (request.additional_ipv6) {
+      if (!ipv6) {
+        grant.additional_error = Error::Code::kUnsupported;
+      } else if (ipv6_exhausted) {
+        grant.additional_error = Error::Code::kExhausted;
+      } else {
+        grant.additional = next(AddressFamily::kIPv6);
+      }
+    }
     open_relays[request.allocation.index] = grant.relayed;
     return grant;
   }
@@ -40,12 +50,25 @@ class FakeRelays : public RelayAllocator {
     closed.push_back(id);
     open_relays.erase(id.index);
   }
+  void closeFamily(AllocationId id, AddressFamily family) override {
+    closed_families.push_back({id, family});
+  }
 
   bool exhausted = false;
+  bool ipv6 = false;
+  bool ipv6_exhausted = false;
   uint16_t next_port = 49152;
   std::vector<RelayRequest> requests;
   std::vector<AllocationId> closed;
+  std::vector<std::pair<AllocationId, AddressFamily>> closed_families;
   std::map<uint32_t, TransportAddress> open_relays;
+
+ private:
+  TransportAddress next(AddressFamily family) {
+    const IpAddress ip =
+        family == AddressFamily::kIPv4 ? IpAddress::v4(0x0A010001) : *IpAddress::parse("fd00::1");
+    return TransportAddress{ip, next_port++};
+  }
 };
 
 // A response or indication the server produced, parsed.

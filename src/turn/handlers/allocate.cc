@@ -1,4 +1,6 @@
 // Allocate (RFC 8656 §7.2).
+#include <algorithm>
+
 #include "stun/attributes.h"
 #include "stun/byte_order.h"
 #include "stun/message_builder.h"
@@ -9,6 +11,19 @@ namespace {
 
 void addSuccessAttributes(stun::MessageBuilder& b, const Allocation& a, Seconds lifetime) {
   b.addXorAddress(stun::attr::kXorRelayedAddress, a.relayed);
+  if (a.relayed_additional) b.addXorAddress(stun::attr::kXorRelayedAddress, *a.relayed_additional);
+  if (a.additional_error != 0) {
+    // ADDRESS-ERROR-CODE (RFC 8656 §18.11): family, 11 reserved bits, class, number, reason.
+    const std::string_view reason = stun::error::reasonPhrase(a.additional_error);
+    uint8_t value[4 + 32];
+    value[0] = static_cast<uint8_t>(AddressFamily::kIPv6);
+    value[1] = 0;
+    value[2] = static_cast<uint8_t>(a.additional_error / 100);
+    value[3] = static_cast<uint8_t>(a.additional_error % 100);
+    const size_t n = std::min(reason.size(), sizeof value - 4);
+    std::copy_n(reason.begin(), n, value + 4);
+    b.add(stun::attr::kAddressErrorCode, {value, 4 + n});
+  }
   b.addUint32(stun::attr::kLifetime, static_cast<uint32_t>(lifetime.count()));
   if (a.reservation_token) {
     uint8_t token[8];
@@ -62,8 +77,9 @@ void Server::handleAllocate(Request& req) {
   const auto family_attr = m.value(stun::attr::kRequestedAddressFamily);
   const auto additional_attr = m.value(stun::attr::kAdditionalAddressFamily);
   if (token_attr) {
-    // RESERVATION-TOKEN excludes EVEN-PORT and REQUESTED-ADDRESS-FAMILY (RFC 8656 §7.2).
-    if (even_attr || family_attr || token_attr->size() != 8) {
+    // RESERVATION-TOKEN excludes EVEN-PORT and REQUESTED-ADDRESS-FAMILY (RFC 8656 §7.2), and
+    // a dual allocation: the token names one reserved port.
+    if (even_attr || family_attr || additional_attr || token_attr->size() != 8) {
       return respondError(req, stun::error::kBadRequest);
     }
     relay.reservation_token =
@@ -72,6 +88,8 @@ void Server::handleAllocate(Request& req) {
   if (even_attr) {
     const auto reserve = stun::decodeEvenPort(*even_attr);
     if (!reserve) return respondError(req, stun::error::kBadRequest);
+    // A port pair to reserve and two families to relay do not combine (RFC 8656 §7.2).
+    if (*reserve && additional_attr) return respondError(req, stun::error::kBadRequest);
     relay.even_port = true;
     relay.reserve_next = *reserve;
   }
@@ -88,6 +106,7 @@ void Server::handleAllocate(Request& req) {
     // Dual allocation (RFC 8656 §7.2): ADDITIONAL-ADDRESS-FAMILY may only ask for IPv6.
     const auto family = stun::decodeAddressFamily(*additional_attr);
     if (!family || *family != 0x02) return respondError(req, stun::error::kBadRequest);
+    relay.additional_ipv6 = true;
   }
 
   const std::string_view username = stun::decodeString(*m.value(stun::attr::kUsername));
@@ -123,6 +142,12 @@ void Server::handleAllocate(Request& req) {
   const Seconds lifetime = grantedLifetime(m);
   a.listener = req.listener;
   a.relayed = grant->relayed;
+  a.relayed_additional = grant->additional;
+  if (relay.additional_ipv6 && !grant->additional) {
+    a.additional_error = grant->additional_error == Error::Code::kUnsupported
+                             ? stun::error::kAddressFamilyNotSupported
+                             : stun::error::kInsufficientCapacity;
+  }
   a.reservation_token = grant->reservation_token;
   a.expires = req.now.mono + lifetime;
   a.created = req.now.mono;
@@ -134,20 +159,8 @@ void Server::handleAllocate(Request& req) {
   rearm(a);
   ++cur_->allocations_created;
 
-  respond(req, stun::MessageClass::kSuccessResponse, [&](stun::MessageBuilder& b) {
-    addSuccessAttributes(b, a, lifetime);
-    if (additional_attr) {
-      // kturn relays one family per allocation for now: report the IPv6 half as unavailable.
-      uint8_t value[4 + 28];
-      value[0] = 0x02;
-      value[1] = 0;
-      value[2] = 4;
-      value[3] = 40;
-      const std::string_view reason = stun::error::reasonPhrase(440);
-      std::copy(reason.begin(), reason.end(), value + 4);
-      b.add(stun::attr::kAddressErrorCode, {value, 4 + reason.size()});
-    }
-  });
+  respond(req, stun::MessageClass::kSuccessResponse,
+          [&](stun::MessageBuilder& b) { addSuccessAttributes(b, a, lifetime); });
 }
 
 }  // namespace kturn::turn

@@ -23,7 +23,7 @@ void Server::handleChannelBind(Request& req) {
   if (!stun::isValidChannelNumber(channel_number) || !peer) {
     return respondError(req, stun::error::kBadRequest);
   }
-  if (peer->family() != a->relayed.family()) {
+  if (!a->relays(peer->family())) {
     return respondError(req, stun::error::kPeerAddressFamilyMismatch);
   }
   ChannelBinding* by_number = a->findChannel(channel_number);

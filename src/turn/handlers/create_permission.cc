@@ -29,7 +29,7 @@ void Server::handleCreatePermission(Request& req) {
     if (attr.type != stun::attr::kXorPeerAddress) continue;
     const auto peer = stun::decodeXorAddress(attr.value, req.message.xorPad());
     if (!peer) return respondError(req, stun::error::kBadRequest);
-    if (peer->family() != a->relayed.family()) {
+    if (!a->relays(peer->family())) {
       return respondError(req, stun::error::kPeerAddressFamilyMismatch);
     }
     PolicyVerdict verdict;

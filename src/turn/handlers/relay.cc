@@ -19,7 +19,7 @@ void Server::handleSend(const FiveTuple& five_tuple, const stun::MessageView& me
   const auto peer_attr = message.value(stun::attr::kXorPeerAddress);
   const auto data = message.value(stun::attr::kData);
   const auto peer = peer_attr ? stun::decodeXorAddress(*peer_attr, message.xorPad()) : std::nullopt;
-  if (!peer || !data || peer->family() != a->relayed.family()) {
+  if (!peer || !data || !a->relays(peer->family())) {
     ++cur_->drop_malformed;
     return;
   }

@@ -84,23 +84,15 @@ class TurnTestClient {
   // The next Data indication (RFC 8656 §11.4) within `timeout`: the peer and its data.
   std::optional<std::pair<TransportAddress, std::vector<uint8_t>>> receiveData(
       std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{socket_.fd(), POLLIN, 0};
-      if (::poll(&p, 1, 20) <= 0) continue;
-      uint8_t in[2048];
-      const ssize_t got = ::recv(socket_.fd(), in, sizeof in, 0);
-      if (got <= 0) continue;
-      auto m = stun::MessageView::parse({in, static_cast<size_t>(got)});
-      if (!m || !m->isIndication() || m->method() != stun::Method::kData) continue;
-      const auto peer = m->value(stun::attr::kXorPeerAddress);
-      const auto data = m->value(stun::attr::kData);
-      if (!peer || !data) continue;
-      const auto from = stun::decodeXorAddress(*peer, m->xorPad());
-      if (!from) continue;
-      return std::pair{*from, std::vector<uint8_t>(data->begin(), data->end())};
-    }
-    return std::nullopt;
+    const auto m = receive(timeout, [](const stun::MessageView& m) {
+      return m.isIndication() && m.method() == stun::Method::kData &&
+             m.has(stun::attr::kXorPeerAddress) && m.has(stun::attr::kData);
+    });
+    if (!m) return std::nullopt;
+    const auto from = stun::decodeXorAddress(*m->value(stun::attr::kXorPeerAddress), m->xorPad());
+    if (!from) return std::nullopt;
+    const auto data = *m->value(stun::attr::kData);
+    return std::pair{*from, std::vector<uint8_t>(data.begin(), data.end())};
   }
 
   // A Send indication relaying `data` to `peer` (RFC 8656 §11.1); nothing answers it.
@@ -178,38 +170,45 @@ class TurnTestClient {
     return outcome;
   }
 
-  Outcome await(const stun::TransactionId& txid, std::chrono::milliseconds timeout) {
+  // The next message `wanted` accepts within `timeout`, others skipped; it points into in_.
+  template <class Wanted>
+  std::optional<stun::MessageView> receive(std::chrono::milliseconds timeout, Wanted wanted) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
       pollfd p{socket_.fd(), POLLIN, 0};
       if (::poll(&p, 1, 20) <= 0) continue;
-      uint8_t in[2048];
-      const ssize_t got = ::recv(socket_.fd(), in, sizeof in, 0);
+      const ssize_t got = ::recv(socket_.fd(), in_, sizeof in_, 0);
       if (got <= 0) continue;
-      auto m = stun::MessageView::parse({in, static_cast<size_t>(got)});
-      if (!m || !std::equal(txid.begin(), txid.end(), m->transactionId().begin())) continue;
-      Outcome o;
-      o.answered = true;
-      o.success = m->messageClass() == stun::MessageClass::kSuccessResponse;
-      if (const auto a = m->value(stun::attr::kXorMappedAddress))
-        o.mapped = stun::decodeXorAddress(*a, m->xorPad());
-      for (const stun::Attribute& a : m->attributes()) {
-        if (a.type != stun::attr::kXorRelayedAddress) continue;
-        if (auto relayed = stun::decodeXorAddress(a.value, m->xorPad())) {
-          o.relayed_all.push_back(*relayed);
-        }
-      }
-      if (!o.relayed_all.empty()) o.relayed = o.relayed_all.front();
-      if (const auto e = m->value(stun::attr::kErrorCode))
-        o.error = stun::decodeErrorCode(*e)->code;
-      if (const auto e = m->value(stun::attr::kAddressErrorCode); e && e->size() >= 4) {
-        o.address_error = (*e)[2] % 8 * 100 + (*e)[3];
-      }
-      if (const auto nonce = m->value(stun::attr::kNonce)) nonce_ = stun::decodeString(*nonce);
-      if (const auto realm = m->value(stun::attr::kRealm)) realm_ = stun::decodeString(*realm);
-      return o;
+      auto m = stun::MessageView::parse({in_, static_cast<size_t>(got)});
+      if (m && wanted(*m)) return *m;
     }
-    return {};
+    return std::nullopt;
+  }
+
+  Outcome await(const stun::TransactionId& txid, std::chrono::milliseconds timeout) {
+    const auto m = receive(timeout, [&](const stun::MessageView& m) {
+      return std::equal(txid.begin(), txid.end(), m.transactionId().begin());
+    });
+    if (!m) return {};
+    Outcome o;
+    o.answered = true;
+    o.success = m->messageClass() == stun::MessageClass::kSuccessResponse;
+    if (const auto a = m->value(stun::attr::kXorMappedAddress))
+      o.mapped = stun::decodeXorAddress(*a, m->xorPad());
+    for (const stun::Attribute& a : m->attributes()) {
+      if (a.type != stun::attr::kXorRelayedAddress) continue;
+      if (auto relayed = stun::decodeXorAddress(a.value, m->xorPad())) {
+        o.relayed_all.push_back(*relayed);
+      }
+    }
+    if (!o.relayed_all.empty()) o.relayed = o.relayed_all.front();
+    if (const auto e = m->value(stun::attr::kErrorCode)) o.error = stun::decodeErrorCode(*e)->code;
+    if (const auto e = m->value(stun::attr::kAddressErrorCode); e && e->size() >= 4) {
+      o.address_error = (*e)[2] % 8 * 100 + (*e)[3];
+    }
+    if (const auto nonce = m->value(stun::attr::kNonce)) nonce_ = stun::decodeString(*nonce);
+    if (const auto realm = m->value(stun::attr::kRealm)) realm_ = stun::decodeString(*realm);
+    return o;
   }
 
   TransportAddress server_;
@@ -219,6 +218,7 @@ class TurnTestClient {
   std::string nonce_;
   uint32_t txid_counter_ = 0;
   net::UdpSocket socket_;
+  uint8_t in_[2048];  // the last message receive() returned points here
 };
 
 }  // namespace kturn::daemon::testing

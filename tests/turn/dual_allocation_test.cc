@@ -43,6 +43,16 @@ class DualAllocationTest : public TurnTest {
     });
   }
 
+  // The reply has one relayed address (the IPv4 one) and ADDRESS-ERROR-CODE `code` for IPv6.
+  static void expectIpv6Refused(const Reply& reply, int code) {
+    ASSERT_EQ(reply.cls(), stun::MessageClass::kSuccessResponse) << reply.errorCode();
+    EXPECT_EQ(relayedAddresses(reply).size(), 1u);
+    const auto aec = reply.view().value(stun::attr::kAddressErrorCode);
+    ASSERT_TRUE(aec);
+    EXPECT_EQ((*aec)[0], 0x02);
+    EXPECT_EQ((*aec)[2] * 100 + (*aec)[3], code);
+  }
+
   void sendIndication(const TransportAddress& peer) {
     fromClient(buildRequest(
         stun::Method::kSend,
@@ -119,25 +129,13 @@ TEST_F(DualAllocationTest, PeersOfBothFamiliesArePermittedAndRelayed) {
 
 TEST_F(DualAllocationTest, WithoutIpv6TheIpv4HalfIsGrantedAndTheOtherReported440) {
   relays_.ipv6 = false;
-  auto reply = allocateDual();
-  ASSERT_EQ(reply.cls(), stun::MessageClass::kSuccessResponse);
-  EXPECT_EQ(relayedAddresses(reply).size(), 1u);
-  const auto aec = reply.view().value(stun::attr::kAddressErrorCode);
-  ASSERT_TRUE(aec);
-  EXPECT_EQ((*aec)[0], 0x02);
-  EXPECT_EQ((*aec)[2] * 100 + (*aec)[3], 440);
+  expectIpv6Refused(allocateDual(), 440);
   EXPECT_EQ(createPermission({peer6_}).errorCode(), 443);
 }
 
 TEST_F(DualAllocationTest, NoFreeIpv6PortIsReported508) {
   relays_.ipv6_exhausted = true;
-  auto reply = allocateDual();
-  ASSERT_EQ(reply.cls(), stun::MessageClass::kSuccessResponse);
-  EXPECT_EQ(relayedAddresses(reply).size(), 1u);
-  const auto aec = reply.view().value(stun::attr::kAddressErrorCode);
-  ASSERT_TRUE(aec);
-  EXPECT_EQ((*aec)[0], 0x02);
-  EXPECT_EQ((*aec)[2] * 100 + (*aec)[3], 508);
+  expectIpv6Refused(allocateDual(), 508);
 }
 
 TEST_F(DualAllocationTest, EvenPortReserveOrReservationTokenWithAdditionalFamilyIs400) {

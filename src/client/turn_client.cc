@@ -332,17 +332,24 @@ TurnClient::Clock::time_point TurnClient::nextMaintenance() const {
 }
 
 Result<void> TurnClient::maintain(Clock::time_point now) {
+  // What is refreshed here is dated `now`, the caller's idea of the time, not the clock.
   if (allocation_ &&
       now >= allocation_refreshed_ + std::chrono::seconds(allocation_->lifetime / 2)) {
     if (auto r = refresh(options_.lifetime); !r) return r;
+    allocation_refreshed_ = now;
   }
   for (size_t i = 0; i < channels_.size(); ++i) {
     if (now < channels_[i].refreshed + kChannelRefresh) continue;
     if (auto r = bindChannel(channels_[i].peer); !r) return r.error();
+    channels_[i].refreshed = now;
+    for (Permission& p : permissions_) {
+      if (p.peer == channels_[i].peer.ip) p.refreshed = now;  // ChannelBind renewed it too
+    }
   }
   for (size_t i = 0; i < permissions_.size(); ++i) {
     if (now < permissions_[i].refreshed + kPermissionRefresh) continue;
     if (auto r = createPermission(permissions_[i].peer); !r) return r;
+    permissions_[i].refreshed = now;
   }
   return {};
 }

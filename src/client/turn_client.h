@@ -80,7 +80,8 @@ class TurnClient {
   // hasBuffered().
   Result<void> receive();
   // Refreshes what is due at `now`: the allocation at half its lifetime, permissions after 240 s
-  // of their 300 (RFC 8656 §9), channels after 540 s of their 600 (§12).
+  // of their 300 (RFC 8656 §9), channels after 540 s of their 600 (§12). What it refreshes is
+  // dated `now`.
   Result<void> maintain(Clock::time_point now);
   // When maintain() next has something to do.
   Clock::time_point nextMaintenance() const;

@@ -338,5 +338,58 @@ TEST(TurnClient, MaintenanceIsDueAtHalfTheGrantedLifetime) {
   EXPECT_LE(due, TurnClient::Clock::now() + std::chrono::seconds(150));
 }
 
+// maintain() at simulated times after the allocation: nothing before half its lifetime, then a
+// Refresh; permissions after 240 s, channels (which also renew their peer's permission) after
+// 540 s, each with the peer it was made for.
+TEST(TurnClient, MaintainRefreshesTheAllocationPermissionsAndChannelsWhenDue) {
+  ScriptedServer server([](const Bytes& in, size_t) -> std::vector<Bytes> {
+    const auto m = view(in);
+    if (!m.value(stun::attr::kMessageIntegrity)) return {challenge(m, 401, "n1")};
+    if (m.method() == stun::Method::kAllocate) return {allocateSuccess(m)};  // lifetime 300
+    return {answer(
+        m, stun::MessageClass::kSuccessResponse,
+        [&](stun::MessageBuilder& b) {
+          if (m.method() == stun::Method::kRefresh) b.addUint32(stun::attr::kLifetime, 300);
+        },
+        key())};
+  });
+  auto client = clientFor(server, std::string(kPass));
+  const auto t0 = TurnClient::Clock::now();
+  ASSERT_TRUE(client->allocate());
+  const IpAddress permitted = *IpAddress::parse("10.1.2.4");
+  ASSERT_TRUE(client->createPermission(permitted));
+  ASSERT_TRUE(client->bindChannel(kPeer));
+  size_t seen = server.received().size();  // Allocate x2, CreatePermission, ChannelBind
+
+  // The requests maintain(t0 + s) sent, as "Method peer" strings.
+  const auto maintainAt = [&](int s) {
+    EXPECT_TRUE(client->maintain(t0 + std::chrono::seconds(s)));
+    const auto received = server.received();
+    std::vector<std::string> sent;
+    for (; seen < received.size(); ++seen) {
+      const auto m = view(received[seen]);
+      std::string line(stun::methodName(m.method()));
+      if (const auto p = m.value(stun::attr::kXorPeerAddress)) {
+        line += " " + stun::decodeXorAddress(*p, m.xorPad())->ip.toString();
+      }
+      if (const auto l = m.value(stun::attr::kLifetime)) {
+        line += " " + std::to_string(*stun::decodeUint32(*l));
+      }
+      sent.push_back(line);
+    }
+    return sent;
+  };
+  using Sent = std::vector<std::string>;
+  EXPECT_EQ(maintainAt(100), Sent{});
+  EXPECT_EQ(maintainAt(151), Sent{"Refresh 600"});
+  // The channel's peer holds a permission of its own, which lapses after 300 s.
+  EXPECT_EQ(maintainAt(241), (Sent{"CreatePermission 10.1.2.4", "CreatePermission 10.1.2.3"}));
+  EXPECT_EQ(maintainAt(300), Sent{});
+  EXPECT_EQ(maintainAt(481),
+            (Sent{"Refresh 600", "CreatePermission 10.1.2.4", "CreatePermission 10.1.2.3"}));
+  // ChannelBind renews its peer's permission: no CreatePermission for it as well.
+  EXPECT_EQ(maintainAt(541), Sent{"ChannelBind 10.1.2.3"});
+}
+
 }  // namespace
 }  // namespace kturn::client

@@ -8,6 +8,15 @@ namespace {
 
 // RFC 6347 §4.1: the content type of a handshake record, the first byte of a ClientHello datagram.
 constexpr uint8_t kHandshakeRecord = 22;
+constexpr uint8_t kClientHello = 1;  // handshake message type (RFC 6347 §4.2.2)
+constexpr size_t kRecordHeader = 13;
+
+// A datagram that starts a handshake: a handshake record of epoch 0 (nothing encrypted yet)
+// holding a ClientHello.
+bool isInitialClientHello(std::span<const uint8_t> datagram) {
+  return datagram.size() > kRecordHeader && datagram[0] == kHandshakeRecord && datagram[3] == 0 &&
+         datagram[4] == 0 && datagram[kRecordHeader] == kClientHello;
+}
 
 }  // namespace
 
@@ -23,10 +32,15 @@ size_t DtlsListener::receive(const FiveTuple& tuple, std::span<uint8_t> buffer, 
   more_ = nullptr;
   const auto it = sessions_.find(tuple.client);
   if (it == sessions_.end()) {
-    onNewClient(tuple, buffer.first(length));
+    onNewClient(tuple, buffer.first(length), false);
     return 0;
   }
   Session& s = *it->second;
+  if (s.dtls->established() && isInitialClientHello(buffer.first(length)) &&
+      !s.dtls->sameClientRandom(buffer.first(length))) {
+    onNewClient(tuple, buffer.first(length), true);
+    return 0;
+  }
   s.last_active = now;
   s.dtls->feed(buffer.first(length));  // copied: `buffer` is free to take the plaintext
   return readRecord(s, buffer);
@@ -62,12 +76,13 @@ size_t DtlsListener::readRecord(Session& s, std::span<uint8_t> buffer) {
   }
 }
 
-void DtlsListener::onNewClient(const FiveTuple& tuple, std::span<const uint8_t> datagram) {
+void DtlsListener::onNewClient(const FiveTuple& tuple, std::span<const uint8_t> datagram,
+                               bool replacing) {
   if (datagram.empty() || datagram[0] != kHandshakeRecord) {
     ++stats_.dropped;  // application data or an alert of a session that is gone
     return;
   }
-  if (sessions_.size() >= limits_.max_sessions) {
+  if (!replacing && sessions_.size() >= limits_.max_sessions) {
     ++stats_.refused;
     return;
   }
@@ -91,6 +106,12 @@ void DtlsListener::onNewClient(const FiveTuple& tuple, std::span<const uint8_t> 
       return;
     case net::DtlsSession::ListenResult::kVerified:
       break;
+  }
+  if (replacing) {
+    // The cookie came back: the client is at this address and starting over. Its old session,
+    // and with it the allocation, is of no use to it any more.
+    ++stats_.replaced;
+    close(tuple.client);
   }
   auto s = std::make_unique<Session>();
   s->dtls = std::move(listening_);

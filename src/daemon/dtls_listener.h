@@ -4,8 +4,11 @@
 // inside them and TURN messages into datagrams to send.
 //
 // New clients pass a stateless cookie exchange first (net::DtlsSession::listen), so a flood of
-// spoofed ClientHellos allocates nothing. Limits per worker: a session cap, a handshake timeout
-// and an idle timeout for sessions that hold no allocation.
+// spoofed ClientHellos allocates nothing. A client that restarts on the same address (a new
+// ClientHello, epoch 0, to an established session) passes it too, and only then replaces its old
+// session (RFC 6347 §4.2.8), so a spoofed ClientHello cannot end someone's session. Limits per
+// worker: a session cap, a handshake timeout and an idle timeout for sessions that hold no
+// allocation.
 #pragma once
 
 #include <chrono>
@@ -31,6 +34,7 @@ struct DtlsListenerStats {
   uint64_t closed_idle = 0;       // idle, without allocation
   uint64_t failures = 0;          // handshake or protocol failures
   uint64_t dropped = 0;           // datagrams of no session that were not a ClientHello
+  uint64_t replaced = 0;          // sessions whose client restarted from the same address
 };
 
 class DtlsListener {
@@ -101,7 +105,8 @@ class DtlsListener {
 
   // Destinations of the datagrams queued since `first` (the queue's size before an operation).
   void attribute(const TransportAddress& client, size_t first);
-  void onNewClient(const FiveTuple& tuple, std::span<const uint8_t> datagram);
+  // A ClientHello from `tuple`, which holds an established session when `replacing`.
+  void onNewClient(const FiveTuple& tuple, std::span<const uint8_t> datagram, bool replacing);
   void close(const TransportAddress& client);
   // Reads the next record of `s`; handles close and failure.
   size_t readRecord(Session& s, std::span<uint8_t> buffer);

@@ -94,4 +94,15 @@ void DtlsSession::shutdown() {
 
 bool DtlsSession::established() const { return SSL_is_init_finished(ssl_) == 1; }
 
+bool DtlsSession::sameClientRandom(std::span<const uint8_t> client_hello) const {
+  // Record header (13), handshake header (12), client_version (2), then the 32-byte random
+  // (RFC 6347 §4.1, §4.2.2; RFC 5246 §7.4.1.2).
+  constexpr size_t kRandomOffset = 13 + 12 + 2;
+  constexpr size_t kRandomSize = 32;
+  if (client_hello.size() < kRandomOffset + kRandomSize) return false;
+  std::array<uint8_t, kRandomSize> random{};
+  if (SSL_get_client_random(ssl_, random.data(), random.size()) != random.size()) return false;
+  return std::equal(random.begin(), random.end(), client_hello.begin() + kRandomOffset);
+}
+
 }  // namespace kturn::net

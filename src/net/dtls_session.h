@@ -80,6 +80,10 @@ class DtlsSession {
   void shutdown();
 
   bool established() const;
+  // Whether `client_hello` (a datagram isInitialClientHello would accept) carries the client
+  // random this session's handshake used: a late copy of that handshake's ClientHello, not a
+  // new one.
+  bool sameClientRandom(std::span<const uint8_t> client_hello) const;
 
  private:
   SSL* ssl_;

@@ -31,8 +31,9 @@ Bytes channelData(uint16_t channel, uint16_t length, uint8_t fill) {
 // An OpenSSL DTLS client on a UDP socket connected to the listener's socket.
 class DtlsTestClient {
  public:
-  explicit DtlsTestClient(const TransportAddress& server) {
-    auto bound = net::UdpSocket::bind(*TransportAddress::parse("127.0.0.1:0"), {});
+  // On 127.0.0.1:`local_port` (0: any free port).
+  explicit DtlsTestClient(const TransportAddress& server, uint16_t local_port = 0) {
+    auto bound = net::UdpSocket::bind({*IpAddress::parse("127.0.0.1"), local_port}, {});
     EXPECT_TRUE(bound);
     socket_ = std::move(*bound);
     sockaddr_storage ss;
@@ -118,6 +119,7 @@ class DtlsListenerTest : public ::testing::Test {
           ::recvfrom(server_.fd(), buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &len);
       if (n <= 0) break;
       const TransportAddress client = net::fromSockaddr(reinterpret_cast<sockaddr*>(&from));
+      received_.emplace_back(buf, buf + n);
       const size_t plain =
           listener_->receive(tupleFor(client), std::span(buf, sizeof buf), static_cast<size_t>(n),
                              std::chrono::steady_clock::now());
@@ -152,6 +154,7 @@ class DtlsListenerTest : public ::testing::Test {
   net::UdpSocket server_;
   std::unique_ptr<DtlsListener> listener_;
   std::vector<Bytes> delivered_;
+  std::vector<Bytes> received_;  // every datagram serve() read, as it arrived
   int datagrams_out_ = 0;
   int closed_ = 0;
 };
@@ -177,6 +180,61 @@ TEST_F(DtlsListenerTest, HandshakesAndCarriesTurnMessagesBothWays) {
   for (int i = 0; i < 100 && !got; ++i) got = client.read();
   ASSERT_TRUE(got);
   EXPECT_EQ(*got, answer);
+}
+
+// RFC 6347 §4.2.8: a client that restarts on the address of its established session gets a new
+// one, but only once it has returned the cookie; a ClientHello alone does not end the old one.
+TEST_F(DtlsListenerTest, AClientRestartingOnItsAddressReplacesItsSessionOnceItReturnsTheCookie) {
+  start();
+  uint16_t port = 0;
+  {
+    DtlsTestClient first(server_.localAddress());
+    ASSERT_TRUE(handshake(first));
+    port = first.local().port;
+  }  // the client is gone without a close_notify, as a crashed application would be
+  DtlsTestClient again(server_.localAddress(), port);
+  setNonBlocking(again.fd());
+  (void)again.handshake();  // the first ClientHello, without a cookie
+  serve();
+  EXPECT_EQ(listener_->stats().challenged, 2u);
+  EXPECT_EQ(closed_, 0) << "a ClientHello without the cookie left the session alone";
+  EXPECT_EQ(listener_->sessionCount(), 1u);
+
+  ASSERT_TRUE(handshake(again));
+  EXPECT_EQ(listener_->stats().replaced, 1u);
+  EXPECT_EQ(closed_, 1) << "the old session (and its allocation) ended";
+  EXPECT_EQ(listener_->stats().accepted, 2u);
+  EXPECT_EQ(listener_->sessionCount(), 1u);
+  const Bytes message = channelData(0x4002, 40, 0x11);
+  ASSERT_TRUE(again.write(message));
+  serve();
+  ASSERT_FALSE(delivered_.empty());
+  EXPECT_EQ(delivered_.back(), message);
+}
+
+TEST_F(DtlsListenerTest, ALateCopyOfTheSessionsOwnClientHelloDoesNotReplaceIt) {
+  start();
+  DtlsTestClient client(server_.localAddress());
+  ASSERT_TRUE(handshake(client));
+  // The ClientHello that carried the cookie: the last epoch-0 handshake record the client sent.
+  std::optional<Bytes> hello;
+  for (const Bytes& d : received_) {
+    if (d.size() > 13 && d[0] == 22 && d[3] == 0 && d[4] == 0 && d[13] == 1) hello = d;
+  }
+  ASSERT_TRUE(hello);
+  Bytes copy = *hello;
+  copy.resize(4096);
+  EXPECT_EQ(listener_->receive(tupleFor(client.local()), copy, hello->size(),
+                               std::chrono::steady_clock::now()),
+            0u);
+  sendOutput();
+  EXPECT_EQ(listener_->stats().replaced, 0u);
+  EXPECT_EQ(closed_, 0);
+  const Bytes message = channelData(0x4003, 20, 0x22);
+  ASSERT_TRUE(client.write(message));
+  serve();
+  ASSERT_FALSE(delivered_.empty());
+  EXPECT_EQ(delivered_.back(), message);
 }
 
 TEST_F(DtlsListenerTest, AClientHelloWithoutCookieCostsOneDatagramAndNoState) {

@@ -29,17 +29,7 @@ TEST_F(TurnTest, RetransmittedAllocateGetsTheSameAnswer) {
   auto first = allocate();
   ASSERT_EQ(first.cls(), stun::MessageClass::kSuccessResponse);
   // Resend the identical request (same transaction ID): same relayed address, no new allocation.
-  const uint8_t udp[] = {17, 0, 0, 0};
-  const auto txid = last_txid_;
-  uint8_t buf[512];
-  stun::MessageBuilder b(buf, stun::Method::kAllocate, stun::MessageClass::kRequest, txid);
-  b.add(stun::attr::kRequestedTransport, udp)
-      .addString(stun::attr::kUsername, username_)
-      .addString(stun::attr::kRealm, realm_)
-      .addString(stun::attr::kNonce, nonce_)
-      .addMessageIntegrity(stun::longTermKey(username_, realm_, password_).span());
-  auto bytes = *b.finish();
-  auto again = fromClient({bytes.begin(), bytes.end()});
+  auto again = retransmitAllocate();
   ASSERT_TRUE(again);
   EXPECT_EQ(again->cls(), stun::MessageClass::kSuccessResponse);
   EXPECT_EQ(again->xorAddress(stun::attr::kXorRelayedAddress),

@@ -88,17 +88,8 @@ TEST_F(DualAllocationTest, RetransmittedAllocateGetsBothAddressesAgain) {
   auto first = allocateDual();
   ASSERT_EQ(first.cls(), stun::MessageClass::kSuccessResponse);
   // The identical request again (same transaction ID): the same two addresses, nothing opened.
-  const uint8_t udp[] = {17, 0, 0, 0};
-  uint8_t buf[512];
-  stun::MessageBuilder b(buf, stun::Method::kAllocate, stun::MessageClass::kRequest, last_txid_);
-  b.add(stun::attr::kRequestedTransport, udp)
-      .add(stun::attr::kAdditionalAddressFamily, kIpv6)
-      .addString(stun::attr::kUsername, username_)
-      .addString(stun::attr::kRealm, realm_)
-      .addString(stun::attr::kNonce, nonce_)
-      .addMessageIntegrity(stun::longTermKey(username_, realm_, password_).span());
-  const auto bytes = *b.finish();
-  auto again = fromClient({bytes.begin(), bytes.end()});
+  auto again = retransmitAllocate(
+      [](stun::MessageBuilder& b) { b.add(stun::attr::kAdditionalAddressFamily, kIpv6); });
   ASSERT_TRUE(again);
   ASSERT_EQ(again->cls(), stun::MessageClass::kSuccessResponse);
   EXPECT_EQ(relayedAddresses(*again), relayedAddresses(first));

@@ -140,13 +140,15 @@ class TurnTest : public ::testing::Test {
   using Fill = std::function<void(stun::MessageBuilder&)>;
 
   // Builds a request; `auth` adds USERNAME/REALM/NONCE/MESSAGE-INTEGRITY with the current
-  // credentials and nonce.
+  // credentials and nonce. A new transaction ID unless `txid` is given.
   std::vector<uint8_t> buildRequest(stun::Method method, const Fill& fill, bool auth = true,
-                                    stun::MessageClass cls = stun::MessageClass::kRequest) {
+                                    stun::MessageClass cls = stun::MessageClass::kRequest,
+                                    std::optional<stun::TransactionId> reuse = std::nullopt) {
     uint8_t buf[1500];
     stun::TransactionId txid{};
     txid[0] = static_cast<uint8_t>(++txid_counter_);
     txid[1] = static_cast<uint8_t>(txid_counter_ >> 8);
+    if (reuse) txid = *reuse;
     last_txid_ = txid;
     stun::MessageBuilder b(buf, method, cls, txid);
     if (fill) fill(b);
@@ -188,11 +190,19 @@ class TurnTest : public ::testing::Test {
   }
 
   Reply allocate(const Fill& extra = {}) {
-    return request(stun::Method::kAllocate, [&](stun::MessageBuilder& b) {
+    return request(stun::Method::kAllocate, allocateFill(extra));
+  }
+  // The last Allocate again, same transaction ID: a retransmission (RFC 8656 §7.2).
+  std::optional<Reply> retransmitAllocate(const Fill& extra = {}) {
+    return fromClient(buildRequest(stun::Method::kAllocate, allocateFill(extra), true,
+                                   stun::MessageClass::kRequest, last_txid_));
+  }
+  static Fill allocateFill(const Fill& extra) {
+    return [extra](stun::MessageBuilder& b) {
       const uint8_t udp[] = {17, 0, 0, 0};
       b.add(stun::attr::kRequestedTransport, udp);
       if (extra) extra(b);
-    });
+    };
   }
 
   Reply createPermission(const std::vector<TransportAddress>& peers) {

@@ -30,6 +30,11 @@ class FakeRelays : public turn::RelayAllocator {
   }
   void close(turn::AllocationId) override {}
   void closeFamily(turn::AllocationId, AddressFamily) override {}
+  bool connectPeer(turn::AllocationId, turn::ConnectionId, const TransportAddress&) override {
+    return false;
+  }
+  void bindConnection(turn::ConnectionId, const FiveTuple&) override {}
+  void closeConnection(turn::ConnectionId) override {}
 
  private:
   uint32_t next_ = 1;

@@ -328,9 +328,10 @@ std::vector<FieldSpec> clusterFields() {
        .default_value = text(kDefaultClusterProtocol),
        .values = {toString(ClusterProtocol::kUdp), toString(ClusterProtocol::kTcp)},
        .any_case = true,
-       .description = "The transport towards the peers. `TCP` (RFC 6062, what a TCPRoute "
-                      "renders) is read, but kturnd has no TCP relays yet: an Allocate for TCP "
-                      "gets 442, and a TCP cluster admits peers as a UDP cluster does.",
+       .description = "The transport towards the peers. The endpoints of `TCP` clusters (what "
+                      "a TCPRoute renders) are the only peers of TCP allocations (RFC 6062); "
+                      "UDP allocations relay to the endpoints of every cluster, as in STUNner. "
+                      "kturnd does not open TCP relays yet: an Allocate for TCP gets 442.",
        .sample = R"("TCP")"},
       {.path = "clusters[].endpoints",
        .type = FieldType::kStringList,

@@ -133,6 +133,9 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     for (const std::string& route : l.routes) {
       const config::Cluster* cluster = config.findCluster(route);
       if (cluster == nullptr) continue;  // a dangling route admits nothing, as in STUNner
+      const TransportProtocol peer_protocol =
+          cluster->clusterProtocol() == config::ClusterProtocol::kTcp ? TransportProtocol::kTcp
+                                                                      : TransportProtocol::kUdp;
       if (cluster->clusterType() == config::ClusterType::kStrictDns) {
         auto endpoints = cluster->dnsEndpoints();
         if (!endpoints) continue;
@@ -141,8 +144,8 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
           if (it == dns.end()) continue;
           for (const IpAddress& addr : it->second) {
             const uint8_t len = addr.isV4() ? 32 : 128;
-            policy.peers.push_back(
-                turn::PeerRange{addr, len, e.min_port, e.max_port, clusterIdFor(cluster->name)});
+            policy.peers.push_back(turn::PeerRange{addr, len, e.min_port, e.max_port,
+                                                   clusterIdFor(cluster->name), peer_protocol});
           }
         }
         continue;
@@ -151,7 +154,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
       if (!endpoints) continue;  // validate() already reported it
       for (const auto& e : *endpoints) {
         policy.peers.push_back(turn::PeerRange{e.prefix, e.prefix_len, e.min_port, e.max_port,
-                                               clusterIdFor(cluster->name)});
+                                               clusterIdFor(cluster->name), peer_protocol});
       }
     }
     turn_config->listeners.push_back(std::move(policy));

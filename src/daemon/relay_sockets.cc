@@ -67,6 +67,9 @@ Result<net::UdpSocket> RelaySockets::bindRelay(const ListenerSpec* listener, con
 }
 
 Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
+  if (request.protocol != TransportProtocol::kUdp) {
+    return makeError(Error::Code::kUnsupported, "no TCP relays");
+  }
   const ListenerSpec* listener = nullptr;
   if (dataplane_) {
     for (const ListenerSpec& l : dataplane_->listeners) {

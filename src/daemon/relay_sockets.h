@@ -31,6 +31,12 @@ class RelaySockets : public turn::RelayAllocator {
   Result<turn::RelayGrant> open(const turn::RelayRequest& request) override;
   void close(turn::AllocationId allocation) override;
   void closeFamily(turn::AllocationId allocation, AddressFamily family) override;
+  // TCP relays (RFC 6062) are not opened yet: open() refuses them (442), so these never run.
+  bool connectPeer(turn::AllocationId, turn::ConnectionId, const TransportAddress&) override {
+    return false;
+  }
+  void bindConnection(turn::ConnectionId, const FiveTuple&) override {}
+  void closeConnection(turn::ConnectionId) override {}
 
   // The relay socket of a live allocation that sends to `peer`, or -1. O(1): indexed by the
   // allocation's slot.

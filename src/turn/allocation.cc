@@ -25,6 +25,20 @@ ChannelBinding* Allocation::findChannel(const TransportAddress& peer) {
   return nullptr;
 }
 
+PeerConnection* Allocation::findConnection(ConnectionId id) {
+  for (PeerConnection& c : connections) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+PeerConnection* Allocation::findConnection(const TransportAddress& peer) {
+  for (PeerConnection& c : connections) {
+    if (c.peer == peer) return &c;
+  }
+  return nullptr;
+}
+
 size_t Allocation::activePermissions(MonoTime now) const {
   return std::count_if(permissions.begin(), permissions.end(),
                        [now](const Permission& p) { return p.expires > now; });
@@ -45,6 +59,9 @@ MonoTime Allocation::nextDeadline() const {
   MonoTime next = expires;
   for (const Permission& p : permissions) next = std::min(next, p.expires);
   for (const ChannelBinding& c : channels) next = std::min(next, c.expires);
+  for (const PeerConnection& c : connections) {
+    if (c.state == PeerConnection::State::kPendingBind) next = std::min(next, c.deadline);
+  }
   return next;
 }
 

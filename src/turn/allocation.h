@@ -39,10 +39,31 @@ struct ChannelBinding {
   PolicyVerdict verdict;  // for `peer` exactly
 };
 
+// RFC 6062 §5: a TCP connection between a TCP allocation's relayed address and a peer, from the
+// Connect or accept that made it until it closes. The bytes it carries never pass through the
+// core: once bound, the I/O layer splices it to the client's data connection.
+struct PeerConnection {
+  enum class State : uint8_t {
+    kConnecting,   // Connect: the I/O layer is connecting to the peer (it owns that timeout)
+    kPendingBind,  // connected or accepted; closed unless a ConnectionBind comes by `deadline`
+    kBound,        // joined to a client data connection
+  };
+  ConnectionId id = 0;
+  TransportAddress peer;
+  State state = State::kConnecting;
+  MonoTime deadline;  // kPendingBind: 30 s after the connection was made (RFC 6062 §5.2, §5.3)
+  // The Connect request, answered when the connection succeeds or fails.
+  stun::TransactionId connect_transaction{};
+  bool connect_sha256 = false;       // it carried MESSAGE-INTEGRITY-SHA256 only
+  bool connect_fingerprint = false;  // it carried FINGERPRINT
+};
+
 struct Allocation {
   AllocationId id;
   FiveTuple five_tuple;
   ListenerId listener = 0;
+  // REQUESTED-TRANSPORT: UDP (RFC 8656) or TCP (RFC 6062, over TCP/TLS client connections).
+  TransportProtocol relay_protocol = TransportProtocol::kUdp;
   TransportAddress relayed;
   // The IPv6 relay of a dual allocation (ADDITIONAL-ADDRESS-FAMILY, RFC 8656 §7.2); `relayed`
   // is then the IPv4 one.
@@ -63,6 +84,7 @@ struct Allocation {
 
   std::vector<Permission> permissions;
   std::vector<ChannelBinding> channels;
+  std::vector<PeerConnection> connections;  // TCP allocations only
 
   // For the session record written when the allocation ends.
   MonoTime created;
@@ -88,13 +110,16 @@ struct Allocation {
   Permission* findPermission(const IpAddress& ip);
   ChannelBinding* findChannel(uint16_t number);
   ChannelBinding* findChannel(const TransportAddress& peer);
+  PeerConnection* findConnection(ConnectionId id);
+  PeerConnection* findConnection(const TransportAddress& peer);
   // Unexpired permissions and channels: what admin.limits.max_permissions / max_channels count.
   // Expired ones linger until the allocation's next sweep (at most a second), and do not count.
   size_t activePermissions(MonoTime now) const;
   size_t activeChannels(MonoTime now) const;
 
   // Drops expired permissions and channels; returns the earliest remaining deadline including
-  // the allocation's own expiry.
+  // the allocation's own expiry and the bind deadlines of its peer connections (which the
+  // server expires itself, since the I/O layer must close them).
   MonoTime sweep(MonoTime now);
   MonoTime nextDeadline() const;
 };

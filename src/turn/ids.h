@@ -19,4 +19,10 @@ struct AllocationId {
   friend bool operator==(const AllocationId&, const AllocationId&) = default;
 };
 
+// RFC 6062 CONNECTION-ID: a TCP connection between a TCP allocation's relay and a peer. Its top
+// 8 bits name the worker whose core owns the allocation, so a ConnectionBind arriving at another
+// worker is handed to the owner; 0 is never an id.
+using ConnectionId = uint32_t;
+constexpr uint8_t connectionOwner(ConnectionId id) { return static_cast<uint8_t>(id >> 24); }
+
 }  // namespace kturn::turn

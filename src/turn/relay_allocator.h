@@ -1,6 +1,6 @@
-// The port the TURN core uses to obtain relayed transport addresses (RFC 8656 §7.2). The daemon
-// implements it with real UDP sockets; tests use a fake. Called on Allocate and on allocation
-// end only, never per packet.
+// The port the TURN core uses to obtain relayed transport addresses (RFC 8656 §7.2) and, for TCP
+// allocations, to open and close peer connections (RFC 6062). The daemon implements it with real
+// sockets; tests use a fake. Called on requests and allocation ends only, never per packet.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,9 @@ struct RelayRequest {
   // ADDITIONAL-ADDRESS-FAMILY IPv6 (RFC 8656 §7.2 dual allocation): an IPv6 relay as well as
   // the IPv4 one (`family`). Failing to open it does not fail the allocation.
   bool additional_ipv6 = false;
+  // REQUESTED-TRANSPORT: kTcp opens a TCP relay (RFC 6062) that listens for peer connections
+  // and connects to peers from the same address.
+  TransportProtocol protocol = TransportProtocol::kUdp;
 };
 
 struct RelayGrant {
@@ -38,8 +41,8 @@ class RelayAllocator {
  public:
   virtual ~RelayAllocator() = default;
   // Opens the relay for an allocation. Errors: kUnsupported when the family cannot be relayed
-  // (440), kNotFound for an unknown reservation token (508), kExhausted when no port is free
-  // (508).
+  // (440; for an IPv4 TCP relay, when the transport cannot: 442), kNotFound for an unknown
+  // reservation token (508), kExhausted when no port is free (508).
   virtual Result<RelayGrant> open(const RelayRequest& request) = 0;
   // Releases the relay of an allocation that ended, both halves of a dual allocation. Must
   // tolerate unknown ids.
@@ -47,6 +50,18 @@ class RelayAllocator {
   // Releases one half of a dual allocation (Refresh with REQUESTED-ADDRESS-FAMILY and LIFETIME
   // 0); the relay of the other family stays. Must tolerate unknown ids and families.
   virtual void closeFamily(AllocationId allocation, AddressFamily family) = 0;
+
+  // RFC 6062, TCP allocations. Starts connecting `allocation`'s relayed address to `peer`; the
+  // outcome comes back through Server::onPeerConnected(id, ...), within 30 s. False when no
+  // attempt could be started (the Connect is answered 447 at once).
+  virtual bool connectPeer(AllocationId allocation, ConnectionId id,
+                           const TransportAddress& peer) = 0;
+  // The ConnectionBind on the client data connection `data` succeeded: once its success
+  // response is sent, bytes flow between that connection and peer connection `id`.
+  virtual void bindConnection(ConnectionId id, const FiveTuple& data) = 0;
+  // Closes peer connection `id` (never bound in time). An allocation's close() closes all of
+  // its connections. Must tolerate unknown ids.
+  virtual void closeConnection(ConnectionId id) = 0;
 };
 
 }  // namespace kturn::turn

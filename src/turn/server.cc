@@ -61,6 +61,7 @@ Server::Server(ServerConfigPtr config, RelayAllocator& relays, const Options& op
       relays_(relays),
       nonces_(options.nonce_key),
       rng_state_(options.seed == 0 ? 0x9E3779B97F4A7C15ULL : options.seed),
+      connection_prefix_(uint32_t{options.connection_id_prefix} << 24),
       stats_(1) {
   cur_ = &stats_[0];
 }
@@ -164,6 +165,12 @@ void Server::onStun(ListenerId listener, const FiveTuple& five_tuple,
   }
   last_request_method_ = static_cast<uint16_t>(m.method());
   Request req{listener, five_tuple, m, now, out, nullptr, {}};
+  const bool tcp_only =
+      m.method() == stun::Method::kConnect || m.method() == stun::Method::kConnectionBind;
+  if (tcp_only && five_tuple.protocol != TransportProtocol::kTcp) {
+    // RFC 6062 methods over UDP or DTLS, where no TCP allocation or data connection can be.
+    return respondError(req, stun::error::kBadRequest);
+  }
   switch (m.method()) {
     case stun::Method::kBinding:
       return handleBinding(req);
@@ -175,8 +182,11 @@ void Server::onStun(ListenerId listener, const FiveTuple& five_tuple,
       return handleCreatePermission(req);
     case stun::Method::kChannelBind:
       return handleChannelBind(req);
+    case stun::Method::kConnect:
+      return handleConnect(req);
+    case stun::Method::kConnectionBind:
+      return handleConnectionBind(req);
     default:
-      // Unknown method, or a TCP-only one (RFC 6062) on UDP.
       return respondError(req, stun::error::kBadRequest);
   }
 }
@@ -307,32 +317,45 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
   return true;
 }
 
-void Server::respond(Request& req, stun::MessageClass cls,
-                     FunctionRef<void(stun::MessageBuilder&)> fill) {
-  auto buf = req.out.scratch(kMaxResponseSize);
+void Server::send(const Reply& reply, Actions& out, FunctionRef<void(stun::MessageBuilder&)> fill) {
+  auto buf = out.scratch(kMaxResponseSize);
   if (buf.empty()) {
     ++cur_->drop_no_buffer;
     return;
   }
-  stun::MessageBuilder b(buf, req.message.methodBits(), cls, req.message.transactionId());
+  stun::MessageBuilder b(buf, reply.method_bits, reply.cls, reply.transaction);
   fill(b);
   if (!config_->software.empty()) b.addString(stun::attr::kSoftware, config_->software);
-  if (req.key != nullptr) {
-    if (req.message.has(stun::attr::kMessageIntegritySha256) &&
-        !req.message.has(stun::attr::kMessageIntegrity)) {
-      b.addMessageIntegritySha256(req.key->span());
+  if (reply.key != nullptr) {
+    if (reply.sha256) {
+      b.addMessageIntegritySha256(reply.key->span());
     } else {
-      b.addMessageIntegrity(req.key->span());
+      b.addMessageIntegrity(reply.key->span());
     }
   }
-  if (req.message.has(stun::attr::kFingerprint)) b.addFingerprint();
+  if (reply.fingerprint) b.addFingerprint();
   auto msg = b.finish();
   if (!msg) {
     ++cur_->drop_no_buffer;
     return;
   }
-  req.out.commit(msg->size());
-  req.out.to_clients.push_back({req.listener, req.five_tuple.client, *msg});
+  out.commit(msg->size());
+  out.to_clients.push_back({reply.listener, reply.client, *msg});
+}
+
+void Server::respond(Request& req, stun::MessageClass cls,
+                     FunctionRef<void(stun::MessageBuilder&)> fill) {
+  const stun::MessageView& m = req.message;
+  send({.listener = req.listener,
+        .client = req.five_tuple.client,
+        .method_bits = m.methodBits(),
+        .cls = cls,
+        .transaction = m.transactionId(),
+        .key = req.key,
+        .sha256 =
+            m.has(stun::attr::kMessageIntegritySha256) && !m.has(stun::attr::kMessageIntegrity),
+        .fingerprint = m.has(stun::attr::kFingerprint)},
+       req.out, fill);
 }
 
 void Server::respondSuccess(Request& req) {
@@ -379,7 +402,8 @@ Seconds Server::grantedLifetime(const stun::MessageView& message) const {
 
 void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const Now& now) {
   if (observer_ != nullptr) observer_->onAllocationEnd(allocation, reason, now);
-  relays_.close(allocation.id);
+  relays_.close(allocation.id);  // with the allocation's peer connections
+  for (const PeerConnection& c : allocation.connections) connection_owners_.erase(c.id);
   allocations_.removeUser(allocation.username);
   allocations_.erase(allocation.id);
   // A deleted allocation leaves its timer entry behind until that deadline (up to an hour).
@@ -429,6 +453,7 @@ void Server::onAllocationTimer(AllocationId id, int64_t deadline, const Now& now
     return;
   }
   a->armed_at = 0;
+  expireConnections(*a, now.mono);
   a->sweep(now.mono);
   rearm(*a);
 }
@@ -448,6 +473,11 @@ bool Server::admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddre
     verdict = {epoch_, policy != nullptr && policy->allowsIp(ip)};
   }
   return verdict.allowed;
+}
+
+bool Server::tcpAdmitsIp(const Allocation& a, const IpAddress& ip) const {
+  const ListenerPolicy* policy = config_->listener(a.listener);
+  return policy != nullptr && policy->admittingTcp({ip, 0}, /*ip_only=*/true) != nullptr;
 }
 
 bool Server::admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer,

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "kturn/function_ref.h"
@@ -42,6 +43,8 @@ class Server {
   struct Options {
     std::array<uint8_t, 32> nonce_key{};  // random, drawn by the caller
     uint64_t seed = 1;                    // for Data indication transaction IDs
+    // The top 8 bits of this core's CONNECTION-IDs (RFC 6062): the daemon's worker index.
+    uint8_t connection_id_prefix = 0;
   };
 
   Server(ServerConfigPtr config, RelayAllocator& relays, const Options& options);
@@ -71,6 +74,19 @@ class Server {
   // TURN over TCP/TLS: the connection of `five_tuple` closed, and with it its allocation, if
   // any (RFC 8656 §3.1: the allocation is tied to the connection).
   void onClientClosed(const FiveTuple& five_tuple, const Now& now);
+
+  // RFC 6062 TCP allocations: what became of the peer connections the core asked for.
+  // The connection a Connect asked for is up (or failed, or took over 30 s): answers the Connect
+  // with its CONNECTION-ID, or 447.
+  void onPeerConnected(ConnectionId id, bool connected, const Now& now, Actions& out);
+  // `peer` connected to the relayed address of TCP allocation `allocation`. With a permission
+  // for the peer, sends the client a ConnectionAttempt and returns the new connection's id;
+  // otherwise returns 0 and the I/O layer closes the connection (RFC 6062 §5.3).
+  ConnectionId onPeerConnectionAccepted(AllocationId allocation, const TransportAddress& peer,
+                                        const Now& now, Actions& out);
+  // Peer connection `id`, or the client data connection bound to it, closed: the I/O layer
+  // closed both. Its peer may be connected again.
+  void onConnectionClosed(ConnectionId id);
 
   // The method of the request the last onClientPacket() answered or refused (0 if the packet
   // was not a request): the daemon times request handling per method with it.
@@ -114,6 +130,8 @@ class Server {
   void handleRefresh(Request& req);
   void handleCreatePermission(Request& req);
   void handleChannelBind(Request& req);
+  void handleConnect(Request& req);
+  void handleConnectionBind(Request& req);
   void handleSend(const FiveTuple& five_tuple, const stun::MessageView& message, const Now& now,
                   Actions& out);
 
@@ -123,6 +141,20 @@ class Server {
   // 420 for unknown comprehension-required attributes; true if it answered.
   bool rejectUnknownAttributes(Request& req);
 
+  // A response or indication to `client` of `listener`: `fill` adds the method's attributes;
+  // then SOFTWARE, MESSAGE-INTEGRITY (or -SHA256 with `sha256`) when `key` is set, FINGERPRINT
+  // with `fingerprint`.
+  struct Reply {
+    ListenerId listener;
+    const TransportAddress& client;
+    uint16_t method_bits;
+    stun::MessageClass cls;
+    std::span<const uint8_t, stun::kTransactionIdSize> transaction;
+    const stun::IntegrityKey* key = nullptr;
+    bool sha256 = false;
+    bool fingerprint = false;
+  };
+  void send(const Reply& reply, Actions& out, FunctionRef<void(stun::MessageBuilder&)> fill);
   // Response helpers. `fill` adds method-specific attributes to the builder.
   void respond(Request& req, stun::MessageClass cls, FunctionRef<void(stun::MessageBuilder&)> fill);
   void respondSuccess(Request& req);
@@ -138,11 +170,17 @@ class Server {
   // Closes the `family` relay of a dual allocation with its permissions and channels.
   void releaseFamily(Allocation& allocation, AddressFamily family);
   void rearm(Allocation& allocation);
+  // RFC 6062: closes an allocation's peer connections whose ConnectionBind is overdue.
+  void expireConnections(Allocation& allocation, MonoTime now);
+  void forgetConnection(Allocation& allocation, ConnectionId id);
+  ConnectionId nextConnectionId();
   void onAllocationTimer(AllocationId id, int64_t deadline, const Now& now);
 
   // Peer admission under the current config, cached per epoch.
   bool admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer);
   bool admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddress& ip);
+  // For a TCP allocation: whether a TCP cluster of its listener admits some port of `ip`.
+  bool tcpAdmitsIp(const Allocation& a, const IpAddress& ip) const;
   // Also yields the admitting endpoint's cluster.
   bool admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer,
                     ClusterId& cluster);
@@ -162,6 +200,10 @@ class Server {
   AuthThrottle auth_throttle_;
   AllocationTable allocations_;
   TimerWheel<AllocationId> timers_;
+  // RFC 6062: which allocation holds each live peer connection (ConnectionBind names only the id).
+  std::unordered_map<ConnectionId, AllocationId> connection_owners_;
+  uint32_t connection_prefix_;  // Options::connection_id_prefix << 24
+  uint32_t next_connection_ = 0;
   // Selects the listener whose counters the current input updates; called at each entry point
   // (never while handling), so `cur_` stays valid. Grows only when a new listener id appears.
   void countFor(ListenerId listener);

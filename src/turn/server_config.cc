@@ -62,6 +62,16 @@ const PeerRange* ListenerPolicy::admittingAllPorts(const IpAddress& ip) const {
   return nullptr;
 }
 
+const PeerRange* ListenerPolicy::admittingTcp(const TransportAddress& peer, bool ip_only) const {
+  if (!ip_only && isOwnAddress(peer)) return nullptr;
+  const auto restricted = restrictedRangeOf(peer.ip);
+  for (const PeerRange& r : peers) {
+    if (r.protocol != TransportProtocol::kTcp || !mayAdmit(r, restricted)) continue;
+    if (ip_only ? r.containsIp(peer.ip) : r.contains(peer)) return &r;
+  }
+  return nullptr;
+}
+
 const ListenerPolicy* ServerConfig::listener(ListenerId id) const {
   for (const ListenerPolicy& l : listeners) {
     if (l.id == id) return &l;

@@ -28,6 +28,9 @@ struct PeerRange {
   uint16_t min_port = 0;
   uint16_t max_port = 65535;
   ClusterId cluster = 0;  // the cluster the endpoint belongs to, for traffic counters
+  // The cluster's `protocol`: TCP endpoints are the only peers of TCP allocations (RFC 6062);
+  // UDP allocations relay to every endpoint, as STUNner does.
+  TransportProtocol protocol = TransportProtocol::kUdp;
 
   bool contains(const TransportAddress& peer) const;
   // Whether any port of this IP is admitted: the test for CreatePermission, which names no port.
@@ -53,6 +56,9 @@ struct ListenerPolicy {
   // The first endpoint that admits every port of `ip` (then no per-packet port check is
   // needed), or null.
   const PeerRange* admittingAllPorts(const IpAddress& ip) const;
+  // For TCP allocations: the first endpoint of a TCP cluster that admits `peer` (or, with
+  // ip_only, some port of its IP), or null.
+  const PeerRange* admittingTcp(const TransportAddress& peer, bool ip_only = false) const;
 
  private:
   bool isOwnAddress(const TransportAddress& peer) const;

@@ -13,6 +13,14 @@ namespace kturn::turn {
   X(requests_refresh, "Refresh requests")                                                    \
   X(requests_create_permission, "CreatePermission requests")                                 \
   X(requests_channel_bind, "ChannelBind requests")                                           \
+  X(requests_connect, "Connect requests (RFC 6062)")                                         \
+  X(requests_connection_bind, "ConnectionBind requests (RFC 6062)")                          \
+  X(peer_connections_connected, "peer TCP connections made for a Connect")                   \
+  X(peer_connections_failed, "Connect answered 447: the peer refused or did not answer")     \
+  X(peer_connections_accepted, "peer TCP connections offered with a ConnectionAttempt")      \
+  X(peer_connections_refused, "peer TCP connections closed at once: no permission")          \
+  X(peer_connections_bound, "peer TCP connections joined to a data connection")              \
+  X(peer_connections_unbound, "peer TCP connections closed: no ConnectionBind within 30 s")  \
   X(error_responses, "error responses sent")                                                 \
   X(allocations_created, "allocations created")                                              \
   X(allocations_deleted, "allocations deleted by Refresh with lifetime 0")                   \

@@ -32,7 +32,7 @@ class DaemonTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     udp_port_ = testing::freeUdpPort();
-    tls_port_ = testing::freeUdpPort();  // free for UDP; TCP on loopback is as good as free
+    tls_port_ = testing::freeTcpPort();
     path_ = std::filesystem::temp_directory_path() /
             ("kturnd-tls-test-" + std::to_string(::getpid()) + ".yaml");
     first_ = *config::generateSelfSignedCert();

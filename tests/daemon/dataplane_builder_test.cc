@@ -61,6 +61,32 @@ TEST(DataplaneBuilder, TranslatesAuthListenersAndRoutes) {
   EXPECT_FALSE(policy->allowsIp(*IpAddress::parse("192.168.1.1")));
 }
 
+TEST(DataplaneBuilder, TcpClustersAreTheOnlyPeersOfTcpAllocations) {
+  DataplaneBuilder builder;
+  auto dp = builder.build(parse(R"(
+version: v1
+auth: {type: static, credentials: {username: u, password: p}}
+listeners:
+  - {name: tcp, protocol: TURN-TCP, address: 127.0.0.1, port: 3478, routes: [pods, tcp-media]}
+clusters:
+  - {name: pods, type: STATIC, endpoints: ["10.244.0.0/16"]}
+  - {name: tcp-media, type: STATIC, protocol: tcp, endpoints: ["10.96.0.10:<8000-9000>"]}
+)"),
+                          {});
+  ASSERT_TRUE(dp) << dp.error().message;
+  const turn::ListenerPolicy* policy = (*dp)->turn->listener((*dp)->listeners[0].id);
+  ASSERT_NE(policy, nullptr);
+  const auto peer = *TransportAddress::parse("10.96.0.10:8080");
+  EXPECT_NE(policy->admittingTcp(peer), nullptr);
+  EXPECT_EQ(policy->admittingTcp(*TransportAddress::parse("10.96.0.10:9090")), nullptr);
+  EXPECT_EQ(policy->admittingTcp(*TransportAddress::parse("10.244.1.1:8080")), nullptr);
+  EXPECT_NE(policy->admittingTcp(*TransportAddress::parse("10.96.0.10:40000"), true), nullptr)
+      << "an inbound connection comes from any port of an admitted IP";
+  // UDP allocations relay to both clusters, as in STUNner.
+  EXPECT_TRUE(policy->allows(peer));
+  EXPECT_TRUE(policy->allows(*TransportAddress::parse("10.244.1.1:8080")));
+}
+
 // RFC 8656 §21.1.7 (TURN loop): a listener's own addresses are never peers, even under a
 // catch-all or an explicit endpoint; a wildcard listener's are every interface address.
 TEST(DataplaneBuilder, NoListenerRelaysToAnyListenerOfThisServer) {

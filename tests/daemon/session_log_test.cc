@@ -26,7 +26,10 @@ turn::Allocation sampleAllocation() {
 
 TEST(SessionLog, RecordCarriesTheSessionFacts) {
   auto dataplane = std::make_shared<Dataplane>();
-  dataplane->listeners.push_back({.id = 1, .name = "default/gw/udp"});
+  ListenerSpec listener;
+  listener.id = 1;
+  listener.name = "default/gw/udp";
+  dataplane->listeners.push_back(listener);
   SessionLog log({}, 0);
   log.setDataplane(dataplane);
   const turn::Now now{turn::MonoTime(std::chrono::seconds(160)), 1'800'000'060};

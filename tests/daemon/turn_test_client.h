@@ -3,8 +3,10 @@
 // NONCE), Refresh, CreatePermission, Send and Data indications.
 #pragma once
 
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <optional>
@@ -24,6 +26,26 @@ namespace kturn::daemon::testing {
 inline uint16_t freeUdpPort() {
   auto s = net::UdpSocket::bind(*TransportAddress::parse("127.0.0.1:0"), {});
   return s ? s->localAddress().port : 0;
+}
+
+// A loopback port free for TCP (and for UDP) right now: what a TCP listener of a test binds. A
+// port only known free for UDP may be some concurrent test's ephemeral TCP port.
+inline uint16_t freeTcpPort() {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return 0;
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sin;
+    const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0 &&
+                       ::getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len) == 0;
+    ::close(fd);
+    if (!bound) return 0;
+    const uint16_t port = ntohs(sin.sin_port);
+    if (net::UdpSocket::bind(TransportAddress{IpAddress::v4(0x7F000001), port}, {})) return port;
+  }
+  return 0;
 }
 
 class TurnTestClient {

@@ -194,6 +194,13 @@ class FakeRelays : public RelayAllocator {
     if (o.relayed.family() == family) o.relayed = *o.additional;
     o.additional.reset();
   }
+  // RFC 6062: the fuzzed clients speak over UDP, where no TCP allocation can be made.
+  bool connectPeer(AllocationId, ConnectionId, const TransportAddress&) override {
+    FUZZ_CHECK(false);
+    return false;
+  }
+  void bindConnection(ConnectionId, const FiveTuple&) override { FUZZ_CHECK(false); }
+  void closeConnection(ConnectionId) override { FUZZ_CHECK(false); }
 
   const std::map<uint32_t, Open>& open() const { return open_; }
   const Open* find(AllocationId id) const {

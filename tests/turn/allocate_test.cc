@@ -46,12 +46,13 @@ TEST_F(TurnTest, AllocateWithoutRequestedTransportIs400) {
   EXPECT_EQ(request(stun::Method::kAllocate).errorCode(), 400);
 }
 
-TEST_F(TurnTest, AllocateForTcpIs442OnThisTransport) {
+TEST_F(TurnTest, AllocateForTcpOverUdpIs400) {
+  // RFC 6062 §5.1: a TCP allocation is made over TCP or TLS (tcp_allocation_test.cc).
   auto reply = request(stun::Method::kAllocate, [](stun::MessageBuilder& b) {
     const uint8_t tcp[] = {6, 0, 0, 0};
     b.add(stun::attr::kRequestedTransport, tcp);
   });
-  EXPECT_EQ(reply.errorCode(), 442);
+  EXPECT_EQ(reply.errorCode(), 400);
 }
 
 TEST_F(TurnTest, UnknownAddressFamilyIs440AndUnavailableFamilyIs440) {

@@ -215,7 +215,7 @@ TEST_F(AmplificationTest, MalformedRequestsAndUnknownMethodsDrawA400) {
   expectError("malformed: largest, attribute overruns", overrun, 400);
 
   for (const uint16_t method : {uint16_t{0x0FF}, static_cast<uint16_t>(stun::Method::kConnect)}) {
-    const std::string name = method == 0x0FF ? "unknown method" : "Connect (TCP only)";
+    const std::string name = method == 0x0FF ? "unknown method" : "Connect over UDP (TCP only)";
     expectError(name + ", header only", craft(method, {}, Creds::kNone, false), 400);
     expectError(name + ", largest +FP", craft(method, {}, Creds::kNone, true, kLargestRequest),
                 400);

@@ -53,8 +53,28 @@ class FakeRelays : public RelayAllocator {
   void closeFamily(AllocationId id, AddressFamily family) override {
     closed_families.push_back({id, family});
   }
+  bool connectPeer(AllocationId allocation, ConnectionId id,
+                   const TransportAddress& peer) override {
+    if (refuse_connect) return false;
+    connecting.push_back({allocation, id, peer});
+    return true;
+  }
+  void bindConnection(ConnectionId id, const FiveTuple& data) override {
+    bound.push_back({id, data});
+  }
+  void closeConnection(ConnectionId id) override { closed_connections.push_back(id); }
+
+  struct Connecting {
+    AllocationId allocation;
+    ConnectionId id;
+    TransportAddress peer;
+  };
 
   bool exhausted = false;
+  bool refuse_connect = false;  // connectPeer() fails at once
+  std::vector<Connecting> connecting;
+  std::vector<std::pair<ConnectionId, FiveTuple>> bound;
+  std::vector<ConnectionId> closed_connections;
   bool ipv6 = false;
   bool ipv6_exhausted = false;
   uint16_t next_port = 49152;
@@ -121,6 +141,7 @@ class TurnTest : public ::testing::Test {
   void reset(ServerConfig config) {
     Server::Options options;
     for (size_t i = 0; i < options.nonce_key.size(); ++i) options.nonce_key[i] = uint8_t(i * 7);
+    options.connection_id_prefix = connection_prefix_;
     server_ = std::make_unique<Server>(std::make_shared<const ServerConfig>(std::move(config)),
                                        relays_, options);
     nonce_.clear();
@@ -261,6 +282,7 @@ class TurnTest : public ::testing::Test {
   std::string nonce_;
   int txid_counter_ = 0;
   stun::TransactionId last_txid_{};
+  uint8_t connection_prefix_ = 0;  // Server::Options::connection_id_prefix at reset()
   std::vector<uint8_t> input_;
 };
 

@@ -61,11 +61,21 @@ void Server::handleAllocate(Request& req) {
   const auto transport =
       transport_attr ? stun::decodeRequestedTransport(*transport_attr) : std::nullopt;
   if (!transport) return respondError(req, stun::error::kBadRequest);
-  if (*transport != static_cast<uint8_t>(TransportProtocol::kUdp)) {
+  const bool tcp = *transport == static_cast<uint8_t>(TransportProtocol::kTcp);
+  if (!tcp && *transport != static_cast<uint8_t>(TransportProtocol::kUdp)) {
     return respondError(req, stun::error::kUnsupportedTransportProtocol);
+  }
+  // A TCP allocation (RFC 6062 §5.1) is made over TCP or TLS, and has no use for attributes
+  // about UDP ports and fragments. kturn relays it in one address family.
+  if (tcp &&
+      (req.five_tuple.protocol != TransportProtocol::kTcp || m.has(stun::attr::kDontFragment) ||
+       m.has(stun::attr::kEvenPort) || m.has(stun::attr::kReservationToken) ||
+       m.has(stun::attr::kAdditionalAddressFamily))) {
+    return respondError(req, stun::error::kBadRequest);
   }
 
   RelayRequest relay;
+  relay.protocol = tcp ? TransportProtocol::kTcp : TransportProtocol::kUdp;
   relay.listener = req.listener;
   relay.five_tuple = req.five_tuple;
   relay.family =
@@ -134,13 +144,17 @@ void Server::handleAllocate(Request& req) {
   if (!grant) {
     allocations_.erase(a.id);
     if (grant.error().code == Error::Code::kUnsupported) {
-      return respondError(req, stun::error::kAddressFamilyNotSupported);
+      // No relay of this family, or (an I/O layer without TCP relays) of this transport.
+      return respondError(req, tcp && relay.family == AddressFamily::kIPv4
+                                   ? stun::error::kUnsupportedTransportProtocol
+                                   : stun::error::kAddressFamilyNotSupported);
     }
     ++cur_->allocations_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
   const Seconds lifetime = grantedLifetime(m);
   a.listener = req.listener;
+  a.relay_protocol = relay.protocol;
   a.relayed = grant->relayed;
   a.relayed_additional = grant->additional;
   if (relay.additional_ipv6 && !grant->additional) {

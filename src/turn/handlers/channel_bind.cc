@@ -12,6 +12,10 @@ void Server::handleChannelBind(Request& req) {
   if (!authenticate(req, a)) return;
   if (rejectUnknownAttributes(req)) return;
   if (a == nullptr) return respondError(req, stun::error::kAllocationMismatch);
+  // A TCP allocation's peers are reached over their own connections (RFC 6062): no channels.
+  if (a->relay_protocol != TransportProtocol::kUdp) {
+    return respondError(req, stun::error::kForbidden);
+  }
 
   const auto number_attr = req.message.value(stun::attr::kChannelNumber);
   const auto peer_attr = req.message.value(stun::attr::kXorPeerAddress);

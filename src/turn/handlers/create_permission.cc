@@ -33,7 +33,12 @@ void Server::handleCreatePermission(Request& req) {
       return respondError(req, stun::error::kPeerAddressFamilyMismatch);
     }
     PolicyVerdict verdict;
-    if (!admitsIp(*a, verdict, peer->ip)) {
+    // A TCP allocation's peers come from TCP clusters only (a permission admits their
+    // connections, RFC 6062 §5.3).
+    const bool admitted = a->relay_protocol == TransportProtocol::kTcp
+                              ? tcpAdmitsIp(*a, peer->ip)
+                              : admitsIp(*a, verdict, peer->ip);
+    if (!admitted) {
       ++cur_->permission_denied;
       return respondError(req, stun::error::kForbidden);
     }

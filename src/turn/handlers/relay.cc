@@ -16,6 +16,10 @@ void Server::handleSend(const FiveTuple& five_tuple, const stun::MessageView& me
     ++cur_->drop_no_allocation;
     return;
   }
+  if (a->relay_protocol != TransportProtocol::kUdp) {
+    ++cur_->drop_ignored;  // a TCP allocation relays over peer connections only (RFC 6062)
+    return;
+  }
   const auto peer_attr = message.value(stun::attr::kXorPeerAddress);
   const auto data = message.value(stun::attr::kData);
   const auto peer = peer_attr ? stun::decodeXorAddress(*peer_attr, message.xorPad()) : std::nullopt;

@@ -82,7 +82,11 @@ void StreamListener::onEvent(const TransportAddress& client, uint32_t events) {
   if (open && (events & EPOLLOUT)) open = writeOut(c);
   // A TLS handshake flight queued by the read, with no frame (and so no batch end) after it.
   if (open && c.dirty) flush();
-  if (!open) close(client);
+  if (!open) {
+    close(client);
+  } else if (c.detach_requested) {
+    callbacks_.on_detached(detach(client));
+  }
 }
 
 ssize_t StreamListener::readSome(Connection& c) {
@@ -132,35 +136,80 @@ bool StreamListener::readFrames(Connection& c) {
     if (n < 0) return true;  // drained; epoll tells when there is more
     c.in_used += static_cast<size_t>(n);
     c.last_active = std::chrono::steady_clock::now();
-
-    size_t offset = 0;
-    bool in_sync = true;
-    while (offset < c.in_used) {
-      const std::span<const uint8_t> rest(c.in.data() + offset, c.in_used - offset);
-      const stun::StreamFrame f = stun::nextStreamFrame(rest);
-      if (f.kind == stun::StreamFrame::Kind::kInvalid) {
-        in_sync = false;
-        break;
-      }
-      if (f.kind == stun::StreamFrame::Kind::kIncomplete) break;
-      callbacks_.on_frame(c.tuple, rest.first(f.frame_size));
-      offset += f.frame_size;
-    }
-    // The core's output may point into the frames: send it before the buffer moves.
-    callbacks_.on_batch_end();
-    if (!in_sync) {
-      ++stats_.closed_framing;
-      return false;
-    }
-    if (offset > 0) {
-      std::copy(c.in.begin() + static_cast<ptrdiff_t>(offset),
-                c.in.begin() + static_cast<ptrdiff_t>(c.in_used), c.in.begin());
-      c.in_used -= offset;
-    }
+    if (!deliverFrames(c)) return false;
+    // Detaching: what follows the last frame is the next owner's to read.
+    if (c.detach_requested) return true;
     // A short read drained the socket; TLS may still hold decrypted bytes (hasBuffered above).
     if (static_cast<size_t>(n) < room && !(c.tls && c.tls->hasBuffered())) return true;
   }
   return true;
+}
+
+bool StreamListener::deliverFrames(Connection& c) {
+  size_t offset = 0;
+  bool in_sync = true;
+  while (offset < c.in_used && !c.detach_requested) {
+    const std::span<const uint8_t> rest(c.in.data() + offset, c.in_used - offset);
+    const stun::StreamFrame f = stun::nextStreamFrame(rest);
+    if (f.kind == stun::StreamFrame::Kind::kInvalid) {
+      in_sync = false;
+      break;
+    }
+    if (f.kind == stun::StreamFrame::Kind::kIncomplete) break;
+    callbacks_.on_frame(c.tuple, rest.first(f.frame_size));
+    offset += f.frame_size;
+  }
+  // The core's output may point into the frames: send it before the buffer moves.
+  callbacks_.on_batch_end();
+  if (!in_sync) {
+    ++stats_.closed_framing;
+    return false;
+  }
+  if (offset > 0) {
+    std::copy(c.in.begin() + static_cast<ptrdiff_t>(offset),
+              c.in.begin() + static_cast<ptrdiff_t>(c.in_used), c.in.begin());
+    c.in_used -= offset;
+  }
+  return true;
+}
+
+void StreamListener::requestDetach(const TransportAddress& client) {
+  const auto it = connections_.find(client);
+  if (it != connections_.end()) it->second->detach_requested = true;
+}
+
+std::unique_ptr<StreamListener::Connection> StreamListener::detach(const TransportAddress& client) {
+  const auto it = connections_.find(client);
+  if (it == connections_.end()) return nullptr;
+  std::unique_ptr<Connection> c = std::move(it->second);
+  connections_.erase(it);
+  loop_.remove(c->fd.get());
+  c->want_write = false;
+  c->dirty = false;  // a stale entry in dirty_ finds no connection and is skipped
+  c->detach_requested = false;
+  return c;
+}
+
+void StreamListener::adopt(std::unique_ptr<Connection> connection) {
+  const TransportAddress client = connection->tuple.client;
+  if (connections_.contains(client) || connections_.size() >= limits_.max_connections) {
+    ++stats_.refused;
+    return;  // closes it
+  }
+  Connection& c = *connection;
+  auto added = loop_.add(c.fd.get(), EPOLLIN | EPOLLRDHUP,
+                         [this, client](uint32_t events) { onEvent(client, events); });
+  if (!added) return;
+  connections_[client] = std::move(connection);
+  if (c.out_head < c.out.size()) markDirty(client, c);
+  // Frames that came in behind the one that moved it here.
+  const bool open = deliverFrames(c);
+  if (open && c.dirty) flush();
+  if (!open) {
+    close(client);
+  } else if (c.detach_requested) {
+    callbacks_.on_detached(detach(client));
+  }
 }
 
 bool StreamListener::send(const TransportAddress& client, std::span<const uint8_t> frame) {

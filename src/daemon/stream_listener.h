@@ -43,6 +43,22 @@ struct StreamListenerStats {
 
 class StreamListener {
  public:
+  // One client connection. Public so that a connection can leave its listener whole (detach()):
+  // an RFC 6062 data connection, which carries raw bytes once its ConnectionBind succeeded.
+  struct Connection {
+    net::FileDescriptor fd;
+    FiveTuple tuple;
+    std::vector<uint8_t> in;  // received bytes not yet framed: [0, in_used)
+    size_t in_used = 0;
+    std::vector<uint8_t> out;  // queued bytes: [out_head, out.size())
+    size_t out_head = 0;
+    bool want_write = false;  // EPOLLOUT armed
+    bool dirty = false;       // listed in dirty_
+    turn::MonoTime accepted;
+    turn::MonoTime last_active;
+    std::unique_ptr<net::TlsStream> tls;  // TURN-TLS; writes its records into `out`
+    bool detach_requested = false;        // requestDetach(): no more frames, then on_detached
+  };
   struct Limits {
     size_t max_connections = 8192;  // per worker; more are accepted and closed at once
     // A connection holding no allocation and silent this long is closed (also bounds the time
@@ -62,6 +78,8 @@ class StreamListener {
     std::function<void(const FiveTuple&)> on_closed;
     // Whether the connection's 5-tuple holds an allocation (exempts it from the idle timeout).
     std::function<bool(const FiveTuple&)> has_allocation;
+    // A connection requestDetach() asked for, once its batch is done; null: it is closed.
+    std::function<void(std::unique_ptr<Connection>)> on_detached;
   };
 
   // `tls`: serve TLS with this context (TURN-TLS); null for plain TCP (TURN-TCP).
@@ -86,28 +104,26 @@ class StreamListener {
   // New limits (a config change): they apply from the next accept and sweep on.
   void setLimits(const Limits& limits) { limits_ = limits; }
 
+  // Takes the connection of `client` out of this listener, still open, with its unwritten output
+  // and unframed input; on_closed is not called. Null if there is none. Not from inside the
+  // connection's own on_frame (use requestDetach()).
+  std::unique_ptr<Connection> detach(const TransportAddress& client);
+  // From a callback of the connection: stop reading it after this batch and hand it to
+  // on_detached (RFC 6062: its ConnectionBind was answered, or belongs to another worker).
+  void requestDetach(const TransportAddress& client);
+  // A connection detached from this listener's twin on another worker: served from now on.
+  void adopt(std::unique_ptr<Connection> connection);
+
   size_t connectionCount() const { return connections_.size(); }
   const StreamListenerStats& stats() const { return stats_; }
 
  private:
-  struct Connection {
-    net::FileDescriptor fd;
-    FiveTuple tuple;
-    std::vector<uint8_t> in;  // received bytes not yet framed: [0, in_used)
-    size_t in_used = 0;
-    std::vector<uint8_t> out;  // queued bytes: [out_head, out.size())
-    size_t out_head = 0;
-    bool want_write = false;  // EPOLLOUT armed
-    bool dirty = false;       // listed in dirty_
-    turn::MonoTime accepted;
-    turn::MonoTime last_active;
-    std::unique_ptr<net::TlsStream> tls;  // TURN-TLS; writes its records into `out`
-  };
-
   void onAcceptable();
   void onEvent(const TransportAddress& client, uint32_t events);
   // Reads and frames until the socket is drained; false if the connection must close.
   bool readFrames(Connection& c);
+  // Hands the frames in c.in to on_frame, then on_batch_end; false if the bytes are out of sync.
+  bool deliverFrames(Connection& c);
   // Reads received bytes (decrypted, for TLS) after the unframed ones: the count, 0 when the
   // client closed or failed, -1 when there is nothing more for now.
   ssize_t readSome(Connection& c);

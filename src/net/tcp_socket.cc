@@ -79,4 +79,34 @@ Result<std::optional<Accepted>> acceptTcp(int listening_fd) {
   return std::optional<Accepted>(std::move(a));
 }
 
+Result<FileDescriptor> connectTcpFrom(const TransportAddress& local,
+                                      const TransportAddress& remote) {
+  FileDescriptor fd(::socket(local.family() == AddressFamily::kIPv6 ? AF_INET6 : AF_INET,
+                             SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ioError("socket", errno);
+  if (!setOption(fd.get(), SOL_SOCKET, SO_REUSEADDR, 1) ||
+      !setOption(fd.get(), SOL_SOCKET, SO_REUSEPORT, 1)) {
+    return ioError("SO_REUSEADDR/SO_REUSEPORT", errno);
+  }
+  setOption(fd.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+  sockaddr_storage ss;
+  socklen_t len = toSockaddr(local, ss);
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
+    return ioError("bind " + local.toString() + "/tcp", errno);
+  }
+  len = toSockaddr(remote, ss);
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&ss), len) != 0 &&
+      errno != EINPROGRESS) {
+    return ioError("connect " + remote.toString(), errno);
+  }
+  return fd;
+}
+
+int connectResult(int fd) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno;
+  return err;
+}
+
 }  // namespace kturn::net

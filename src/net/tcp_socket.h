@@ -31,4 +31,13 @@ struct Accepted {
 // concern the listening socket itself (EMFILE, ENFILE, ENOBUFS) are returned.
 Result<std::optional<Accepted>> acceptTcp(int listening_fd);
 
+// A non-blocking connect from `local` to `remote` (RFC 6062: a TCP relay connects to peers from
+// its relayed address, which also listens, so both sockets carry SO_REUSEADDR and SO_REUSEPORT).
+// The connection is usually still in progress: the socket turns writable when it is up or has
+// failed, and connectResult() tells which.
+Result<FileDescriptor> connectTcpFrom(const TransportAddress& local,
+                                      const TransportAddress& remote);
+// 0 once a connection started by connectTcpFrom() is up, else its errno.
+int connectResult(int fd);
+
 }  // namespace kturn::net

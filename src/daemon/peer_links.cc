@@ -1,0 +1,283 @@
+#include "daemon/peer_links.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "net/tcp_socket.h"
+
+namespace kturn::daemon {
+namespace {
+
+// Bounded work per readiness event, so one busy link cannot starve the others.
+constexpr int kMaxRoundsPerEvent = 16;
+
+// Reads into `into`: the count, 0 at EOF or on an error, -1 when there is nothing more for now.
+ssize_t readSocket(int fd, std::span<uint8_t> into) {
+  for (;;) {
+    const ssize_t n = ::read(fd, into.data(), into.size());
+    if (n >= 0) return n;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : 0;
+  }
+}
+
+// Writes from `bytes`: the count (possibly 0), or -1 on an error.
+ssize_t writeSocket(int fd, std::span<const uint8_t> bytes) {
+  for (;;) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n >= 0) return n;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  }
+}
+
+size_t backlog(const StreamListener::Connection& c) { return c.out.size() - c.out_head; }
+
+// Queues bytes for the client: encrypted for TLS, as they are for TCP.
+bool queueForClient(StreamListener::Connection& c, std::span<const uint8_t> bytes) {
+  if (c.out_head == c.out.size()) {
+    c.out.clear();
+    c.out_head = 0;
+  }
+  if (c.tls) return c.tls->write(bytes);
+  c.out.insert(c.out.end(), bytes.begin(), bytes.end());
+  return true;
+}
+
+// Writes the client's queued output; false on an error.
+bool flushClient(StreamListener::Connection& c, uint64_t& counted) {
+  while (c.out_head < c.out.size()) {
+    const ssize_t n = writeSocket(c.fd.get(), {c.out.data() + c.out_head, backlog(c)});
+    if (n < 0) return false;
+    if (n == 0) return true;
+    c.out_head += static_cast<size_t>(n);
+    counted += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+PeerLinks::PeerLinks(net::EventLoop& loop, Callbacks callbacks)
+    : loop_(loop), callbacks_(std::move(callbacks)) {}
+
+PeerLinks::~PeerLinks() {
+  for (auto& [id, link] : links_) {
+    loop_.remove(link->peer.get());
+    if (link->client) loop_.remove(link->client->fd.get());
+  }
+}
+
+bool PeerLinks::connect(turn::AllocationId allocation, turn::ConnectionId id,
+                        const TransportAddress& local, const TransportAddress& peer,
+                        turn::MonoTime now) {
+  if (links_.contains(id)) return false;
+  auto fd = net::connectTcpFrom(local, peer);
+  if (!fd) return false;
+  auto link = std::make_unique<Link>();
+  link->id = id;
+  link->allocation = allocation;
+  link->started = now;
+  link->peer = std::move(*fd);
+  link->peer_events = EPOLLOUT;
+  if (!loop_.add(link->peer.get(), EPOLLOUT,
+                 [this, id](uint32_t events) { onPeerEvent(id, events); })) {
+    return false;
+  }
+  links_.emplace(id, std::move(link));
+  return true;
+}
+
+void PeerLinks::adopt(turn::AllocationId allocation, turn::ConnectionId id,
+                      net::FileDescriptor fd) {
+  if (links_.contains(id)) return;
+  auto link = std::make_unique<Link>();
+  link->id = id;
+  link->allocation = allocation;
+  link->state = Link::State::kPending;
+  link->peer = std::move(fd);
+  link->peer_events = EPOLLIN;
+  if (!loop_.add(link->peer.get(), EPOLLIN,
+                 [this, id](uint32_t events) { onPeerEvent(id, events); })) {
+    return;
+  }
+  links_.emplace(id, std::move(link));
+}
+
+void PeerLinks::join(turn::ConnectionId id, std::unique_ptr<StreamListener::Connection> client) {
+  const auto it = links_.find(id);
+  if (it == links_.end() || it->second->state != Link::State::kPending) return;  // closes it
+  Link& l = *it->second;
+  StreamListener::Connection& c = *client;
+  // Client bytes that came in behind the ConnectionBind, and peer bytes that came before it.
+  l.to_peer.assign(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(c.in_used));
+  l.to_peer_head = 0;
+  c.in = {};
+  c.in_used = 0;
+  if (!l.early.empty() && !queueForClient(c, l.early)) return;
+  l.early = {};
+  if (!loop_.add(c.fd.get(), EPOLLIN, [this, id](uint32_t events) { onClientEvent(id, events); })) {
+    return;
+  }
+  l.client_events = EPOLLIN;
+  l.client = std::move(client);
+  l.state = Link::State::kJoined;
+  if (!pump(l)) return drop(id, true);
+  arm(l);
+}
+
+void PeerLinks::onPeerEvent(turn::ConnectionId id, uint32_t events) {
+  const auto it = links_.find(id);
+  if (it == links_.end()) return;
+  Link& l = *it->second;
+  switch (l.state) {
+    case Link::State::kConnecting: {
+      const bool up = net::connectResult(l.peer.get()) == 0;
+      if (!up) {
+        drop(id, false);
+        callbacks_.on_connected(id, false);
+        return;
+      }
+      l.state = Link::State::kPending;
+      l.peer_events = EPOLLIN;
+      (void)loop_.modify(l.peer.get(), EPOLLIN);
+      callbacks_.on_connected(id, true);
+      return;
+    }
+    case Link::State::kPending: {
+      // Buffer what the peer sends before the client binds; a full buffer stops reading.
+      const size_t old = l.early.size();
+      l.early.resize(kMaxBuffered);
+      const ssize_t n = readSocket(l.peer.get(), {l.early.data() + old, kMaxBuffered - old});
+      l.early.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+      if (n == 0) return drop(id, true);
+      if (l.early.size() >= kMaxBuffered) {
+        l.peer_events = 0;
+        (void)loop_.modify(l.peer.get(), 0);
+      }
+      return;
+    }
+    case Link::State::kJoined:
+      if (!pump(l)) return drop(id, true);
+      arm(l);
+      return;
+  }
+}
+
+void PeerLinks::onClientEvent(turn::ConnectionId id, uint32_t events) {
+  const auto it = links_.find(id);
+  if (it == links_.end()) return;
+  Link& l = *it->second;
+  if (!pump(l)) return drop(id, true);
+  arm(l);
+}
+
+bool PeerLinks::pump(Link& l) {
+  StreamListener::Connection& c = *l.client;
+  if (scratch_.size() < kMaxBuffered) scratch_.resize(kMaxBuffered);
+  bool open = true;
+  for (int round = 0; round < kMaxRoundsPerEvent && open; ++round) {
+    bool moved = false;
+    // Client to peer: read while the peer's buffer has room.
+    const size_t queued = l.to_peer.size() - l.to_peer_head;
+    if (queued < kMaxBuffered) {
+      const std::span<uint8_t> room(scratch_.data(), kMaxBuffered - queued);
+      ssize_t n;
+      if (c.tls) {
+        const net::TlsStream::ReadResult r = c.tls->read(room);
+        n = r.status == net::TlsStream::Status::kData         ? static_cast<ssize_t>(r.bytes)
+            : r.status == net::TlsStream::Status::kWouldBlock ? -1
+                                                              : 0;
+      } else {
+        n = readSocket(c.fd.get(), room);
+      }
+      if (n == 0) open = false;
+      if (n > 0) {
+        if (l.to_peer_head == l.to_peer.size()) {
+          l.to_peer.clear();
+          l.to_peer_head = 0;
+        }
+        l.to_peer.insert(l.to_peer.end(), room.begin(), room.begin() + n);
+        moved = true;
+      }
+    }
+    // Peer to client: read while the client's output has room.
+    if (backlog(c) < kMaxBuffered) {
+      const ssize_t n = readSocket(l.peer.get(), {scratch_.data(), kMaxBuffered - backlog(c)});
+      if (n == 0) open = false;
+      if (n > 0) {
+        if (!queueForClient(c, {scratch_.data(), static_cast<size_t>(n)})) return false;
+        moved = true;
+      }
+    }
+    // Write both ways (also the last bytes before a close).
+    while (l.to_peer_head < l.to_peer.size()) {
+      const ssize_t n = writeSocket(
+          l.peer.get(), {l.to_peer.data() + l.to_peer_head, l.to_peer.size() - l.to_peer_head});
+      if (n < 0) return false;
+      if (n == 0) break;
+      l.to_peer_head += static_cast<size_t>(n);
+      stats_.to_peer_bytes += static_cast<uint64_t>(n);
+    }
+    if (!flushClient(c, stats_.to_client_bytes)) return false;
+    if (!moved && !(c.tls && c.tls->hasBuffered())) break;
+  }
+  return open;
+}
+
+void PeerLinks::arm(Link& l) {
+  const StreamListener::Connection& c = *l.client;
+  const uint32_t peer = (backlog(c) < kMaxBuffered ? EPOLLIN : 0u) |
+                        (l.to_peer_head < l.to_peer.size() ? EPOLLOUT : 0u);
+  const uint32_t client = (l.to_peer.size() - l.to_peer_head < kMaxBuffered ? EPOLLIN : 0u) |
+                          (backlog(c) > 0 ? EPOLLOUT : 0u);
+  if (peer != l.peer_events) {
+    l.peer_events = peer;
+    (void)loop_.modify(l.peer.get(), peer);
+  }
+  if (client != l.client_events) {
+    l.client_events = client;
+    (void)loop_.modify(c.fd.get(), client);
+  }
+}
+
+void PeerLinks::close(turn::ConnectionId id) { drop(id, false); }
+
+void PeerLinks::closeAllocation(turn::AllocationId allocation) {
+  std::vector<turn::ConnectionId> doomed;
+  for (const auto& [id, link] : links_) {
+    if (link->allocation == allocation) doomed.push_back(id);
+  }
+  for (turn::ConnectionId id : doomed) drop(id, false);
+}
+
+void PeerLinks::sweep(turn::MonoTime now) {
+  std::vector<turn::ConnectionId> late;
+  for (const auto& [id, link] : links_) {
+    if (link->state == Link::State::kConnecting && now - link->started >= kConnectTimeout) {
+      late.push_back(id);
+    }
+  }
+  for (turn::ConnectionId id : late) {
+    ++stats_.connect_timeouts;
+    drop(id, false);
+    callbacks_.on_connected(id, false);
+  }
+}
+
+void PeerLinks::drop(turn::ConnectionId id, bool notify) {
+  const auto it = links_.find(id);
+  if (it == links_.end()) return;
+  std::unique_ptr<Link> link = std::move(it->second);
+  links_.erase(it);
+  loop_.remove(link->peer.get());
+  if (link->client) loop_.remove(link->client->fd.get());
+  if (notify) callbacks_.on_closed(id);
+  // Both sockets close here.
+}
+
+}  // namespace kturn::daemon

@@ -1,0 +1,102 @@
+// The TCP side of RFC 6062 TCP allocations on one worker: peer connections, made by Connect or
+// accepted on a relay, and once a ConnectionBind joins one to a client data connection, the
+// bytes between the two. The TURN core decides; this owns the sockets.
+//
+// Flow control instead of drops: each direction buffers at most kMaxBuffered bytes, and a side
+// is not read while the other's buffer is full, so a slow reader slows its sender through TCP's
+// own window (RFC 6062 §5.2: the server adjusts its advertised receive window). Buffers keep
+// their capacity: steady-state relaying allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/stream_listener.h"
+#include "kturn/transport_address.h"
+#include "net/event_loop.h"
+#include "net/file_descriptor.h"
+#include "turn/ids.h"
+#include "turn/time.h"
+
+namespace kturn::daemon {
+
+struct PeerLinkStats {
+  uint64_t to_peer_bytes = 0;
+  uint64_t to_client_bytes = 0;
+  uint64_t connect_timeouts = 0;
+};
+
+class PeerLinks {
+ public:
+  static constexpr size_t kMaxBuffered = 64 * 1024;
+  // RFC 6062 §5.2: a Connect fails with 447 if the peer has not answered in 30 s.
+  static constexpr std::chrono::seconds kConnectTimeout{30};
+
+  struct Callbacks {
+    // A connect() finished: up, or refused, failed or timed out.
+    std::function<void(turn::ConnectionId, bool connected)> on_connected;
+    // A link closed by either end (not by close() or closeAllocation()).
+    std::function<void(turn::ConnectionId)> on_closed;
+  };
+
+  PeerLinks(net::EventLoop& loop, Callbacks callbacks);
+  ~PeerLinks();
+  PeerLinks(const PeerLinks&) = delete;
+  PeerLinks& operator=(const PeerLinks&) = delete;
+
+  // Starts connecting `local` (a TCP relay's address) to `peer`. False if that failed at once.
+  bool connect(turn::AllocationId allocation, turn::ConnectionId id, const TransportAddress& local,
+               const TransportAddress& peer, turn::MonoTime now);
+  // A peer connection accepted on a relay, which the core offered to the client as `id`. Its
+  // bytes are buffered (up to kMaxBuffered) until the join.
+  void adopt(turn::AllocationId allocation, turn::ConnectionId id, net::FileDescriptor fd);
+  // Joins link `id` to the client's data connection, whose ConnectionBind response may still
+  // be in its output. Closes the client connection if there is no such link.
+  void join(turn::ConnectionId id, std::unique_ptr<StreamListener::Connection> client);
+  // Closes one link, or every link of an allocation, without calling on_closed.
+  void close(turn::ConnectionId id);
+  void closeAllocation(turn::AllocationId allocation);
+  // Fails connects older than kConnectTimeout. About once a second.
+  void sweep(turn::MonoTime now);
+
+  size_t size() const { return links_.size(); }
+  const PeerLinkStats& stats() const { return stats_; }
+
+ private:
+  struct Link {
+    enum class State : uint8_t { kConnecting, kPending, kJoined };
+    turn::ConnectionId id = 0;
+    turn::AllocationId allocation;
+    State state = State::kConnecting;
+    turn::MonoTime started;
+    net::FileDescriptor peer;
+    uint32_t peer_events = 0;
+    // Bytes for the peer: [to_peer_head, to_peer.size()).
+    std::vector<uint8_t> to_peer;
+    size_t to_peer_head = 0;
+    // Peer bytes read before the join.
+    std::vector<uint8_t> early;
+    std::unique_ptr<StreamListener::Connection> client;
+    uint32_t client_events = 0;
+  };
+
+  void onPeerEvent(turn::ConnectionId id, uint32_t events);
+  void onClientEvent(turn::ConnectionId id, uint32_t events);
+  // Moves what can move both ways; false when the link must close.
+  bool pump(Link& link);
+  // Re-arms both sockets for what each can take now.
+  void arm(Link& link);
+  // Removes the link, closing both sockets; `notify`: tell on_closed.
+  void drop(turn::ConnectionId id, bool notify);
+
+  net::EventLoop& loop_;
+  Callbacks callbacks_;
+  std::unordered_map<turn::ConnectionId, std::unique_ptr<Link>> links_;
+  std::vector<uint8_t> scratch_;  // one read's worth of peer bytes on their way to the client
+  PeerLinkStats stats_;
+};
+
+}  // namespace kturn::daemon

@@ -37,6 +37,22 @@ ssize_t writeSocket(int fd, std::span<const uint8_t> bytes) {
 
 size_t backlog(const StreamListener::Connection& c) { return c.out.size() - c.out_head; }
 
+// Reads plaintext from the client, like readSocket().
+ssize_t readClient(StreamListener::Connection& c, std::span<uint8_t> into) {
+  if (!c.tls) return readSocket(c.fd.get(), into);
+  const net::TlsStream::ReadResult r = c.tls->read(into);
+  switch (r.status) {
+    case net::TlsStream::Status::kData:
+      return static_cast<ssize_t>(r.bytes);
+    case net::TlsStream::Status::kWouldBlock:
+      return -1;
+    case net::TlsStream::Status::kClosed:
+    case net::TlsStream::Status::kFailed:
+      return 0;
+  }
+  return 0;
+}
+
 // Queues bytes for the client: encrypted for TLS, as they are for TCP.
 bool queueForClient(StreamListener::Connection& c, std::span<const uint8_t> bytes) {
   if (c.out_head == c.out.size()) {
@@ -61,6 +77,18 @@ bool flushClient(StreamListener::Connection& c, uint64_t& counted) {
 }
 
 }  // namespace
+
+std::span<uint8_t> PeerLinks::Link::Queue::room() {
+  if (head == tail) {
+    head = tail = 0;
+  } else if (head > 0 && tail == bytes.size()) {
+    std::copy(bytes.begin() + static_cast<ptrdiff_t>(head),
+              bytes.begin() + static_cast<ptrdiff_t>(tail), bytes.begin());
+    tail -= head;
+    head = 0;
+  }
+  return {bytes.data() + tail, bytes.size() - tail};
+}
 
 PeerLinks::PeerLinks(net::EventLoop& loop, Callbacks callbacks)
     : loop_(loop), callbacks_(std::move(callbacks)) {}
@@ -114,8 +142,9 @@ void PeerLinks::join(turn::ConnectionId id, std::unique_ptr<StreamListener::Conn
   Link& l = *it->second;
   StreamListener::Connection& c = *client;
   // Client bytes that came in behind the ConnectionBind, and peer bytes that came before it.
-  l.to_peer.assign(c.in.begin(), c.in.begin() + static_cast<ptrdiff_t>(c.in_used));
-  l.to_peer_head = 0;
+  l.to_peer.bytes.resize(std::max(kMaxBuffered, c.in_used));
+  std::copy_n(c.in.begin(), c.in_used, l.to_peer.bytes.begin());
+  l.to_peer.tail = c.in_used;
   c.in = {};
   c.in_used = 0;
   if (!l.early.empty() && !queueForClient(c, l.early)) return;
@@ -126,7 +155,8 @@ void PeerLinks::join(turn::ConnectionId id, std::unique_ptr<StreamListener::Conn
   l.client_events = EPOLLIN;
   l.client = std::move(client);
   l.state = Link::State::kJoined;
-  if (!pump(l)) return drop(id, true);
+  // Both sockets are readable or not as epoll will tell; this writes what is queued.
+  if (!pump(l, false, false)) return drop(id, true);
   arm(l);
 }
 
@@ -150,19 +180,18 @@ void PeerLinks::onPeerEvent(turn::ConnectionId id, uint32_t events) {
     }
     case Link::State::kPending: {
       // Buffer what the peer sends before the client binds; a full buffer stops reading.
-      const size_t old = l.early.size();
-      l.early.resize(kMaxBuffered);
-      const ssize_t n = readSocket(l.peer.get(), {l.early.data() + old, kMaxBuffered - old});
-      l.early.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+      if (scratch_.size() < kMaxBuffered) scratch_.resize(kMaxBuffered);
+      const ssize_t n = readSocket(l.peer.get(), {scratch_.data(), kMaxBuffered - l.early.size()});
       if (n == 0) return drop(id, true);
+      if (n > 0) l.early.insert(l.early.end(), scratch_.begin(), scratch_.begin() + n);
       if (l.early.size() >= kMaxBuffered) {
-        l.peer_events = 0;
-        (void)loop_.modify(l.peer.get(), 0);
+        l.peer_events = EPOLLET;  // as arm() does for a side that may not be read
+        (void)loop_.modify(l.peer.get(), EPOLLET);
       }
       return;
     }
     case Link::State::kJoined:
-      if (!pump(l)) return drop(id, true);
+      if (!pump(l, false, (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0)) return drop(id, true);
       arm(l);
       return;
   }
@@ -172,69 +201,70 @@ void PeerLinks::onClientEvent(turn::ConnectionId id, uint32_t events) {
   const auto it = links_.find(id);
   if (it == links_.end()) return;
   Link& l = *it->second;
-  if (!pump(l)) return drop(id, true);
+  if (!pump(l, (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0, false)) return drop(id, true);
   arm(l);
 }
 
-bool PeerLinks::pump(Link& l) {
+bool PeerLinks::pump(Link& l, bool client_readable, bool peer_readable) {
   StreamListener::Connection& c = *l.client;
   if (scratch_.size() < kMaxBuffered) scratch_.resize(kMaxBuffered);
   bool open = true;
-  for (int round = 0; round < kMaxRoundsPerEvent && open; ++round) {
-    bool moved = false;
-    // Client to peer: read while the peer's buffer has room.
-    const size_t queued = l.to_peer.size() - l.to_peer_head;
-    if (queued < kMaxBuffered) {
-      const std::span<uint8_t> room(scratch_.data(), kMaxBuffered - queued);
-      ssize_t n;
-      if (c.tls) {
-        const net::TlsStream::ReadResult r = c.tls->read(room);
-        n = r.status == net::TlsStream::Status::kData         ? static_cast<ssize_t>(r.bytes)
-            : r.status == net::TlsStream::Status::kWouldBlock ? -1
-                                                              : 0;
-      } else {
-        n = readSocket(c.fd.get(), room);
-      }
-      if (n == 0) open = false;
-      if (n > 0) {
-        if (l.to_peer_head == l.to_peer.size()) {
-          l.to_peer.clear();
-          l.to_peer_head = 0;
-        }
-        l.to_peer.insert(l.to_peer.end(), room.begin(), room.begin() + n);
-        moved = true;
-      }
+  for (int round = 0;; ++round) {
+    // Decrypted bytes OpenSSL holds show up on no socket: read them as if readable.
+    client_readable = client_readable || (c.tls && c.tls->hasBuffered());
+    // Client to peer, read in place into the peer's queue.
+    size_t client_room = 0;
+    ssize_t from_client = -1;
+    if (client_readable) {
+      const std::span<uint8_t> room = l.to_peer.room();
+      client_room = room.size();
+      if (!room.empty()) from_client = readClient(c, room);
+      if (from_client == 0) open = false;
+      if (from_client > 0) l.to_peer.tail += static_cast<size_t>(from_client);
     }
-    // Peer to client: read while the client's output has room.
-    if (backlog(c) < kMaxBuffered) {
-      const ssize_t n = readSocket(l.peer.get(), {scratch_.data(), kMaxBuffered - backlog(c)});
-      if (n == 0) open = false;
-      if (n > 0) {
-        if (!queueForClient(c, {scratch_.data(), static_cast<size_t>(n)})) return false;
-        moved = true;
+    // Peer to client, through the client's output (encrypted there for TLS).
+    const size_t peer_room = kMaxBuffered - std::min(kMaxBuffered, backlog(c));
+    ssize_t from_peer = -1;
+    if (peer_readable && peer_room > 0) {
+      from_peer = readSocket(l.peer.get(), {scratch_.data(), peer_room});
+      if (from_peer == 0) open = false;
+      if (from_peer > 0 && !queueForClient(c, {scratch_.data(), static_cast<size_t>(from_peer)})) {
+        return false;
       }
     }
     // Write both ways (also the last bytes before a close).
-    while (l.to_peer_head < l.to_peer.size()) {
-      const ssize_t n = writeSocket(
-          l.peer.get(), {l.to_peer.data() + l.to_peer_head, l.to_peer.size() - l.to_peer_head});
+    while (l.to_peer.size() > 0) {
+      const ssize_t n =
+          writeSocket(l.peer.get(), {l.to_peer.bytes.data() + l.to_peer.head, l.to_peer.size()});
       if (n < 0) return false;
       if (n == 0) break;
-      l.to_peer_head += static_cast<size_t>(n);
+      l.to_peer.head += static_cast<size_t>(n);
       stats_.to_peer_bytes += static_cast<uint64_t>(n);
     }
     if (!flushClient(c, stats_.to_client_bytes)) return false;
-    if (!moved && !(c.tls && c.tls->hasBuffered())) break;
+    // A read that filled its room may have left more behind; a short one drained the socket.
+    client_readable = from_client > 0 && static_cast<size_t>(from_client) == client_room;
+    peer_readable = from_peer > 0 && static_cast<size_t>(from_peer) == peer_room;
+    const bool tls_more =
+        c.tls && c.tls->hasBuffered() && l.to_peer.size() < l.to_peer.bytes.size();
+    if (!open || round + 1 >= kMaxRoundsPerEvent ||
+        !(client_readable || peer_readable || tls_more)) {
+      return open;
+    }
   }
-  return open;
 }
 
 void PeerLinks::arm(Link& l) {
   const StreamListener::Connection& c = *l.client;
-  const uint32_t peer = (backlog(c) < kMaxBuffered ? EPOLLIN : 0u) |
-                        (l.to_peer_head < l.to_peer.size() ? EPOLLOUT : 0u);
-  const uint32_t client = (l.to_peer.size() - l.to_peer_head < kMaxBuffered ? EPOLLIN : 0u) |
-                          (backlog(c) > 0 ? EPOLLOUT : 0u);
+  // A side that may not be read (the other side's buffer is full) is watched edge-triggered:
+  // epoll reports an error or hang-up whatever the mask, and level-triggered it would report a
+  // reset peer's again and again until the buffer drains. Writes always run until EAGAIN, so an
+  // edge-triggered EPOLLOUT still fires when the socket can take more.
+  const auto mask = [](bool readable, bool writable) {
+    return readable ? EPOLLIN | (writable ? EPOLLOUT : 0u) : EPOLLET | (writable ? EPOLLOUT : 0u);
+  };
+  const uint32_t peer = mask(backlog(c) < kMaxBuffered, l.to_peer.size() > 0);
+  const uint32_t client = mask(l.to_peer.size() < l.to_peer.bytes.size(), backlog(c) > 0);
   if (peer != l.peer_events) {
     l.peer_events = peer;
     (void)loop_.modify(l.peer.get(), peer);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -74,9 +75,15 @@ class PeerLinks {
     turn::MonoTime started;
     net::FileDescriptor peer;
     uint32_t peer_events = 0;
-    // Bytes for the peer: [to_peer_head, to_peer.size()).
-    std::vector<uint8_t> to_peer;
-    size_t to_peer_head = 0;
+    // Bytes for the peer, read in place: [head, tail) of a buffer sized at the join.
+    struct Queue {
+      std::vector<uint8_t> bytes;
+      size_t head = 0;
+      size_t tail = 0;
+      size_t size() const { return tail - head; }
+      // The free space after the queued bytes, moving them to the front when that frees some.
+      std::span<uint8_t> room();
+    } to_peer;
     // Peer bytes read before the join.
     std::vector<uint8_t> early;
     std::unique_ptr<StreamListener::Connection> client;
@@ -85,8 +92,10 @@ class PeerLinks {
 
   void onPeerEvent(turn::ConnectionId id, uint32_t events);
   void onClientEvent(turn::ConnectionId id, uint32_t events);
-  // Moves what can move both ways; false when the link must close.
-  bool pump(Link& link);
+  // Reads the sides an event found readable (until they drain or the other side's buffer is
+  // full), then writes what is queued both ways; false when the link must close. A side that
+  // was not readable costs no syscall.
+  bool pump(Link& link, bool client_readable, bool peer_readable);
   // Re-arms both sockets for what each can take now.
   void arm(Link& link);
   // Removes the link, closing both sockets; `notify`: tell on_closed.

@@ -144,20 +144,21 @@ Result<void> RelaySockets::watch(turn::AllocationId id, const net::UdpSocket& so
 }
 
 void RelaySockets::close(turn::AllocationId allocation) {
-  if (allocation.index >= slots_.size() || slots_[allocation.index].id != allocation) return;
-  Slot& slot = slots_[allocation.index];
-  loop_.remove(slot.socket.fd());
+  Slot* slot = slotOf(allocation);
+  if (slot == nullptr) return;
+  loop_.remove(slot->socket.fd());
   --open_;
-  if (slot.additional.fd() >= 0) {
-    loop_.remove(slot.additional.fd());
+  if (slot->additional.fd() >= 0) {
+    loop_.remove(slot->additional.fd());
     --open_;
   }
-  slot = Slot{};
+  *slot = Slot{};
 }
 
 void RelaySockets::closeFamily(turn::AllocationId allocation, AddressFamily family) {
-  if (allocation.index >= slots_.size() || slots_[allocation.index].id != allocation) return;
-  Slot& slot = slots_[allocation.index];
+  Slot* found = slotOf(allocation);
+  if (found == nullptr) return;
+  Slot& slot = *found;
   if (slot.additional.fd() < 0) return;  // not a dual allocation: close() ends it
   if (slot.socket.localAddress().ip.family() == family) {
     loop_.remove(slot.socket.fd());

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "daemon/dataplane.h"
@@ -41,9 +42,9 @@ class RelaySockets : public turn::RelayAllocator {
   // The relay socket of a live allocation that sends to `peer`, or -1. O(1): indexed by the
   // allocation's slot.
   int fd(turn::AllocationId allocation, const IpAddress& peer) const {
-    if (allocation.index >= slots_.size() || slots_[allocation.index].id != allocation) return -1;
-    const Slot& slot = slots_[allocation.index];
-    return slot.additional.fd() >= 0 && !peer.isV4() ? slot.additional.fd() : slot.socket.fd();
+    const Slot* slot = slotOf(allocation);
+    if (slot == nullptr) return -1;
+    return slot->additional.fd() >= 0 && !peer.isV4() ? slot->additional.fd() : slot->socket.fd();
   }
   // Open relay sockets, both of a dual allocation counted.
   size_t openCount() const { return open_; }
@@ -54,6 +55,16 @@ class RelaySockets : public turn::RelayAllocator {
     net::UdpSocket socket;
     net::UdpSocket additional;  // a dual allocation's IPv6 relay
   };
+
+  // The slot of a live allocation, or null (an id that outlived its allocation included).
+  const Slot* slotOf(turn::AllocationId allocation) const {
+    return allocation.index < slots_.size() && slots_[allocation.index].id == allocation
+               ? &slots_[allocation.index]
+               : nullptr;
+  }
+  Slot* slotOf(turn::AllocationId allocation) {
+    return const_cast<Slot*>(std::as_const(*this).slotOf(allocation));
+  }
 
   // Registers `socket` with the loop, tagged with `id`.
   Result<void> watch(turn::AllocationId id, const net::UdpSocket& socket);

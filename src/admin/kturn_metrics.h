@@ -16,12 +16,14 @@ inline constexpr std::string_view kLabelListener = "listener";
 inline constexpr std::string_view kLabelDirection = "direction";  // "rx" | "tx", as STUNner's
 inline constexpr std::string_view kLabelReason = "reason";
 inline constexpr std::string_view kLabelMethod = "method";
+inline constexpr std::string_view kLabelEvent = "event";
 
 inline constexpr std::array<std::string_view, 1> kListener{kLabelListener};
 inline constexpr std::array<std::string_view, 2> kListenerDirection{kLabelListener,
                                                                     kLabelDirection};
 inline constexpr std::array<std::string_view, 2> kListenerReason{kLabelListener, kLabelReason};
 inline constexpr std::array<std::string_view, 1> kMethod{kLabelMethod};
+inline constexpr std::array<std::string_view, 2> kListenerEvent{kLabelListener, kLabelEvent};
 
 // reason values of kAllocationsRejectedTotal: the TURN error each one answers with.
 namespace reject_reason {
@@ -165,6 +167,26 @@ inline constexpr MetricSpec kConnectionsClosedTotal{
     .label_names = kListenerReason,
 };
 
+// event values of kPeerConnectionsTotal: what became of the peer connections of TCP allocations
+// (RFC 6062).
+namespace peer_event {
+inline constexpr std::string_view kConnected = "connected";  // a Connect's connection came up
+inline constexpr std::string_view kFailed = "failed";        // a Connect answered 447
+inline constexpr std::string_view kAccepted = "accepted";  // a peer connected in: ConnectionAttempt
+inline constexpr std::string_view kRefused = "refused";    // a peer connected in without permission
+inline constexpr std::string_view kBound = "bound";        // joined by a ConnectionBind
+inline constexpr std::string_view kUnbound = "unbound";    // closed: no ConnectionBind in 30 s
+// A ConnectionBind that reached another worker than the allocation's and was handed to it.
+inline constexpr std::string_view kHandedOver = "handed_over";
+}  // namespace peer_event
+
+inline constexpr MetricSpec kPeerConnectionsTotal{
+    .name = "kturn_peer_connections_total",
+    .help = "Peer connections of TCP allocations (RFC 6062), by what became of them",
+    .type = MetricType::kCounter,
+    .label_names = kListenerEvent,
+};
+
 inline constexpr MetricSpec kRequestDurationSeconds{
     .name = "kturn_request_duration_seconds",
     .help = "Time to handle a STUN/TURN request, from receipt to response, by method",
@@ -177,11 +199,11 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 11> kAllSeries{
+inline constexpr std::array<const MetricSpec*, 12> kAllSeries{
     &kAllocationsCreatedTotal,  &kAllocationsExpiredTotal,  &kAllocationsEndedTotal,
     &kAllocationsRejectedTotal, &kPermissionsRejectedTotal, &kAuthFailuresTotal,
     &kRelayedBytesTotal,        &kRelayedPacketsTotal,      &kDropsTotal,
-    &kConnectionsClosedTotal,   &kRequestDurationSeconds,
+    &kConnectionsClosedTotal,   &kPeerConnectionsTotal,     &kRequestDurationSeconds,
 };
 
 }  // namespace kturn::admin::kturn_series

@@ -329,9 +329,9 @@ std::vector<FieldSpec> clusterFields() {
        .values = {toString(ClusterProtocol::kUdp), toString(ClusterProtocol::kTcp)},
        .any_case = true,
        .description = "The transport towards the peers. The endpoints of `TCP` clusters (what "
-                      "a TCPRoute renders) are the only peers of TCP allocations (RFC 6062); "
-                      "UDP allocations relay to the endpoints of every cluster, as in STUNner. "
-                      "kturnd does not open TCP relays yet: an Allocate for TCP gets 442.",
+                      "a TCPRoute renders) are the only peers of TCP allocations (RFC 6062, "
+                      "over TURN-TCP and TURN-TLS); UDP allocations relay to the endpoints of "
+                      "every cluster, as in STUNner.",
        .sample = R"("TCP")"},
       {.path = "clusters[].endpoints",
        .type = FieldType::kStringList,

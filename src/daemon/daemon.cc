@@ -56,6 +56,8 @@ std::vector<IpAddress> resolve(const std::string& host) {
 
 Daemon::Daemon(Options options) : options_(std::move(options)) {
   if (options_.workers == 0) options_.workers = std::max(1u, std::thread::hardware_concurrency());
+  // A CONNECTION-ID names its worker in one byte (RFC 6062 hand-off between workers).
+  options_.workers = std::min<size_t>(options_.workers, kMaxWorkers);
   builder_ = DataplaneBuilder(options_.workers);
   auto& key = options_.session_log.user_key;
   if (std::all_of(key.begin(), key.end(), [](uint8_t b) { return b == 0; })) {
@@ -77,6 +79,9 @@ Result<void> Daemon::start() {
     wo.session_log = options_.session_log;
     workers_.push_back(std::make_unique<Worker>(wo, dataplane_, reservations_));
   }
+  std::vector<Worker*> siblings;
+  for (auto& w : workers_) siblings.push_back(w.get());
+  for (auto& w : workers_) w->setSiblings(siblings);
   for (auto& w : workers_) w->start();
 
   if (cds::isCdsOrigin(options_.origin)) {

@@ -27,6 +27,9 @@ namespace kturn::daemon {
 
 class Daemon {
  public:
+  // At most this many workers: a CONNECTION-ID names its worker in one byte (RFC 6062).
+  static constexpr size_t kMaxWorkers = 256;
+
   struct Options {
     std::string origin;  // see config_source.h; http(s)/ws(s): a CDS server (cds/origin.h)
     // CDS only: "namespace/name" of the Gateway whose config to fetch, and the node name

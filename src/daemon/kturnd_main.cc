@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", log_format, "log line format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   app.add_option("--udp-thread-num,--workers", workers,
-                 "worker threads, each with its own SO_REUSEPORT sockets (default: one per core)");
+                 "worker threads, each with its own SO_REUSEPORT sockets (default: one per core)")
+      ->check(CLI::Range(size_t{0}, kturn::daemon::Daemon::kMaxWorkers));
   app.add_option("--grace-period", grace_seconds,
                  "on SIGTERM, serve existing allocations for at most this many seconds")
       ->check(CLI::NonNegativeNumber);

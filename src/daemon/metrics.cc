@@ -51,6 +51,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   auto relayed_bytes = admin::familyOf(ks::kRelayedBytesTotal);
   auto drops = admin::familyOf(ks::kDropsTotal);
   auto closed = admin::familyOf(ks::kConnectionsClosedTotal);
+  auto peer_connections = admin::familyOf(ks::kPeerConnectionsTotal);
   for (const ListenerSpec& l : dataplane.listeners) {
     const ListenerTraffic& t = at(stats.traffic, l.id);
     const turn::ServerStats& s = at(stats.turn_by_listener, l.id);
@@ -136,6 +137,17 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
             std::pair{ks::close_reason::kFramingError, t.closed_framing}}) {
         closed.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
       }
+      for (const auto& [event, value] :
+           {std::pair{ks::peer_event::kConnected, s.peer_connections_connected},
+            std::pair{ks::peer_event::kFailed, s.peer_connections_failed},
+            std::pair{ks::peer_event::kAccepted, s.peer_connections_accepted},
+            std::pair{ks::peer_event::kRefused, s.peer_connections_refused},
+            std::pair{ks::peer_event::kBound, s.peer_connections_bound},
+            std::pair{ks::peer_event::kUnbound, s.peer_connections_unbound},
+            std::pair{ks::peer_event::kHandedOver, t.handed_over}}) {
+        peer_connections.samples.push_back(
+            {listener(ks::kLabelEvent, event), static_cast<double>(value)});
+      }
     }
   }
   // STUNner's cluster series: traffic relayed to (tx) and from (rx) each cluster's peers.
@@ -169,9 +181,10 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     h.sum = times.seconds[m];
     durations.histograms.push_back(std::move(h));
   }
-  for (auto* f : {&connections, &connections_total, &packets, &bytes, &cluster_packets,
-                  &cluster_bytes, &created, &expired, &ended, &rejected, &permissions_rejected,
-                  &auth, &relayed_packets, &relayed_bytes, &drops, &closed, &durations}) {
+  for (auto* f :
+       {&connections, &connections_total, &packets, &bytes, &cluster_packets, &cluster_bytes,
+        &created, &expired, &ended, &rejected, &permissions_rejected, &auth, &relayed_packets,
+        &relayed_bytes, &drops, &closed, &peer_connections, &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

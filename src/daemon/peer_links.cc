@@ -147,10 +147,10 @@ void PeerLinks::join(turn::ConnectionId id, std::unique_ptr<StreamListener::Conn
   l.to_peer.tail = c.in_used;
   c.in = {};
   c.in_used = 0;
-  if (!l.early.empty() && !queueForClient(c, l.early)) return;
+  if (!l.early.empty() && !queueForClient(c, l.early)) return drop(id, true);
   l.early = {};
   if (!loop_.add(c.fd.get(), EPOLLIN, [this, id](uint32_t events) { onClientEvent(id, events); })) {
-    return;
+    return drop(id, true);  // `client` closes here, the peer connection in drop()
   }
   l.client_events = EPOLLIN;
   l.client = std::move(client);

@@ -4,7 +4,11 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
+
+#include "net/sockaddr.h"
+#include "net/tcp_socket.h"
 
 namespace kturn::daemon {
 namespace {
@@ -22,16 +26,20 @@ int64_t unixNow() {
 }  // namespace
 
 RelaySockets::RelaySockets(net::EventLoop& loop, ReservationPool& reservations,
-                           OnReadable on_readable, uint32_t port_hint_seed)
+                           OnReadable on_readable, OnReadable on_acceptable,
+                           PeerLinks::Callbacks links, uint32_t port_hint_seed)
     : loop_(loop),
       reservations_(reservations),
       on_readable_(std::move(on_readable)),
+      on_acceptable_(std::move(on_acceptable)),
+      links_(loop, std::move(links)),
       next_hint_(port_hint_seed) {}
 
 RelaySockets::~RelaySockets() {
   for (Slot& slot : slots_) {
     if (slot.socket.fd() >= 0) loop_.remove(slot.socket.fd());
     if (slot.additional.fd() >= 0) loop_.remove(slot.additional.fd());
+    if (slot.tcp.valid()) loop_.remove(slot.tcp.get());
   }
 }
 
@@ -67,9 +75,6 @@ Result<net::UdpSocket> RelaySockets::bindRelay(const ListenerSpec* listener, con
 }
 
 Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
-  if (request.protocol != TransportProtocol::kUdp) {
-    return makeError(Error::Code::kUnsupported, "no TCP relays");
-  }
   const ListenerSpec* listener = nullptr;
   if (dataplane_) {
     for (const ListenerSpec& l : dataplane_->listeners) {
@@ -90,6 +95,7 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
     }
     ip = *other;
   }
+  if (request.protocol == TransportProtocol::kTcp) return openTcp(request.allocation, listener, ip);
 
   const int64_t now = unixNow();
   net::UdpSocket socket;
@@ -113,7 +119,7 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
   turn::RelayGrant grant;
   grant.relayed = socket.localAddress();
   grant.reservation_token = token;
-  slots_[id.index] = Slot{id, std::move(socket), {}};
+  slots_[id.index] = Slot{id, std::move(socket), {}, {}, {}};
   ++open_;
 
   if (request.additional_ipv6) {
@@ -138,6 +144,43 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
   return grant;
 }
 
+Result<turn::RelayGrant> RelaySockets::openTcp(turn::AllocationId id, const ListenerSpec* listener,
+                                               const IpAddress& ip) {
+  // The listener's relay port range, from a per-worker hint, as for UDP relays; without a range
+  // the kernel picks.
+  const bool ranged = listener != nullptr && listener->min_relay_port != 0;
+  const uint32_t span = ranged ? listener->max_relay_port - listener->min_relay_port + 1u : 1u;
+  const uint32_t tries = std::min<uint32_t>(span, 64);
+  Result<net::FileDescriptor> listening = makeError(Error::Code::kExhausted, "no free relay port");
+  for (uint32_t attempt = 0; attempt < tries; ++attempt) {
+    const uint16_t port =
+        ranged ? static_cast<uint16_t>(listener->min_relay_port + next_hint_++ % span) : 0;
+    listening = net::listenTcp(TransportAddress{ip, port}, {.reuse_port = true, .backlog = 64});
+    if (listening) break;
+  }
+  if (!listening) return makeError(Error::Code::kExhausted, listening.error().message);
+  const int fd = listening->get();
+  auto added = loop_.add(fd, EPOLLIN, [this, id, fd](uint32_t) { on_acceptable_(id, fd); });
+  if (!added) return added.error();
+  if (slots_.size() <= id.index) slots_.resize(id.index + 1);
+  Slot& slot = slots_[id.index];
+  slot = Slot{};
+  slot.id = id;
+  slot.tcp_address = *net::localAddress(fd);
+  slot.tcp = std::move(*listening);
+  ++open_;
+  turn::RelayGrant grant;
+  grant.relayed = slot.tcp_address;
+  return grant;
+}
+
+bool RelaySockets::connectPeer(turn::AllocationId allocation, turn::ConnectionId id,
+                               const TransportAddress& peer) {
+  const Slot* slot = slotOf(allocation);
+  if (slot == nullptr || !slot->tcp.valid()) return false;
+  return links_.connect(allocation, id, slot->tcp_address, peer, std::chrono::steady_clock::now());
+}
+
 Result<void> RelaySockets::watch(turn::AllocationId id, const net::UdpSocket& socket) {
   const int fd = socket.fd();
   return loop_.add(fd, EPOLLIN, [this, id, fd](uint32_t) { on_readable_(id, fd); });
@@ -146,7 +189,12 @@ Result<void> RelaySockets::watch(turn::AllocationId id, const net::UdpSocket& so
 void RelaySockets::close(turn::AllocationId allocation) {
   Slot* slot = slotOf(allocation);
   if (slot == nullptr) return;
-  loop_.remove(slot->socket.fd());
+  if (slot->tcp.valid()) {
+    loop_.remove(slot->tcp.get());
+    links_.closeAllocation(allocation);  // its peer connections and their data connections
+  } else {
+    loop_.remove(slot->socket.fd());
+  }
   --open_;
   if (slot->additional.fd() >= 0) {
     loop_.remove(slot->additional.fd());

@@ -8,6 +8,9 @@
 #include "common/crypto.h"
 #include "common/log.h"
 #include "net/tcp_socket.h"
+#include "stun/attributes.h"
+#include "stun/byte_order.h"
+#include "stun/message.h"
 
 namespace kturn::daemon {
 namespace {
@@ -15,8 +18,9 @@ namespace {
 // Bounded work per readiness event, so one busy socket cannot starve the others on the loop.
 constexpr int kMaxBatchesPerEvent = 16;
 
-turn::Server::Options serverOptions() {
+turn::Server::Options serverOptions(size_t index) {
   turn::Server::Options o;
+  o.connection_id_prefix = static_cast<uint8_t>(index);
   crypto::randomBytes(o.nonce_key);
   uint8_t seed[8];
   crypto::randomBytes(seed);
@@ -47,17 +51,26 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
       dataplane_(std::move(dataplane)),
       relays_(
           loop_, reservations, [this](turn::AllocationId id, int fd) { onRelayReadable(id, fd); },
+          [this](turn::AllocationId id, int fd) { onRelayAcceptable(id, fd); },
+          PeerLinks::Callbacks{
+              .on_connected =
+                  [this](turn::ConnectionId id, bool up) {
+                    server_->onPeerConnected(id, up, now(), actions_);
+                    flush();
+                  },
+              .on_closed = [this](turn::ConnectionId id) { server_->onConnectionClosed(id); }},
           static_cast<uint32_t>(options.index * 7919)),
       session_log_(options.session_log, options.index),
       rx_(options.batch_size, options.max_datagram),
       tx_(options.batch_size * 2) {
   relays_.setDataplane(dataplane_);
   session_log_.setDataplane(dataplane_);
-  server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions());
+  server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions(options.index));
   server_->setSessionObserver(&session_log_);
   loop_.addTicker(std::chrono::milliseconds(250), [this] {
     const turn::Now t = now();
     server_->onTick(t);
+    relays_.links().sweep(t.mono);
     for (const auto& l : listeners_) {
       if (l->stream) l->stream->sweep(t.mono);
       if (l->dtls) l->dtls->sweep(t.mono);  // may queue handshake retransmissions
@@ -155,11 +168,22 @@ void Worker::addListener(BoundListener bound, const ConnectionLimits& limits) {
     };
     callbacks.on_batch_end = [this] { flush(); };
     callbacks.on_closed = [this](const FiveTuple& tuple) {
+      // A data connection that closed before it could be detached: its peer connection goes
+      // too (RFC 6062), and the core forgets it.
+      handoffs_.erase(tuple.client);
+      if (const auto bind = binds_.find(tuple.client); bind != binds_.end()) {
+        relays_.links().close(bind->second);
+        server_->onConnectionClosed(bind->second);
+        binds_.erase(bind);
+      }
       server_->onClientClosed(tuple, now());
       flush();
     };
     callbacks.has_allocation = [this](const FiveTuple& tuple) {
       return server_->findAllocation(tuple) != nullptr;
+    };
+    callbacks.on_detached = [this, id](std::unique_ptr<StreamListener::Connection> c) {
+      onDetached(id, std::move(c));
     };
     auto listener = std::make_unique<Listener>(
         Listener{id, bound.spec.address, net::UdpSocket(), net::UdpSocket(), nullptr, nullptr});
@@ -261,8 +285,78 @@ void Worker::onStreamFrame(turn::ListenerId id, const FiveTuple& tuple,
   ListenerTraffic& counters = traffic(id);
   ++counters.rx_packets;
   counters.rx_bytes += frame.size();
+  const Listener* listener = findListener(id);
+  // RFC 6062: a ConnectionBind for a connection another worker's core owns goes there, with
+  // the data connection it came on.
+  if (const auto owner = connectionBindOwner(frame);
+      owner && *owner != options_.index && *owner < siblings_.size() && listener != nullptr) {
+    ++counters.handed_over;
+    handoffs_[tuple.client] = std::vector<uint8_t>(frame.begin(), frame.end());
+    listener->stream->requestDetach(tuple.client);
+    return;
+  }
   server_->onClientPacket(id, tuple, frame, now(), actions_);
+  // A ConnectionBind succeeded: once its answer is out, the connection carries the peer's bytes.
+  for (const auto& [connection, data] : relays_.takeBinds()) {
+    if (listener == nullptr) continue;
+    binds_[data.client] = connection;
+    listener->stream->requestDetach(data.client);
+  }
   if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
+}
+
+std::optional<size_t> Worker::connectionBindOwner(std::span<const uint8_t> frame) {
+  // Most frames are ChannelData or other requests: the 2-byte type rules them out.
+  constexpr uint16_t kConnectionBindRequest = static_cast<uint16_t>(stun::Method::kConnectionBind);
+  if (frame.size() < stun::kHeaderSize || stun::load16(frame.data()) != kConnectionBindRequest) {
+    return std::nullopt;
+  }
+  const auto m = stun::MessageView::parse(frame);
+  const auto value = m ? m->value(stun::attr::kConnectionId) : std::nullopt;
+  const auto id = value ? stun::decodeUint32(*value) : std::nullopt;
+  if (!id) return std::nullopt;
+  return turn::connectionOwner(*id);
+}
+
+void Worker::onDetached(turn::ListenerId id, std::unique_ptr<StreamListener::Connection> c) {
+  const TransportAddress client = c->tuple.client;
+  if (const auto bind = binds_.find(client); bind != binds_.end()) {
+    const turn::ConnectionId connection = bind->second;
+    binds_.erase(bind);
+    relays_.links().join(connection, std::move(c));
+    return;
+  }
+  const auto handoff = handoffs_.find(client);
+  if (handoff == handoffs_.end()) return;  // closes it
+  // The ConnectionBind goes back in front of whatever followed it, for the owner to frame.
+  std::vector<uint8_t> in = std::move(handoff->second);
+  handoffs_.erase(handoff);
+  const size_t owner = connectionBindOwner(in).value_or(options_.index);
+  in.insert(in.end(), c->in.begin(), c->in.begin() + static_cast<ptrdiff_t>(c->in_used));
+  c->in_used = in.size();
+  c->in = std::move(in);
+  // std::function needs a copyable callable: the connection travels in a shared_ptr.
+  auto moved = std::make_shared<std::unique_ptr<StreamListener::Connection>>(std::move(c));
+  Worker* target = siblings_[owner];
+  target->post([target, id, moved] { target->adopt(id, std::move(*moved)); });
+}
+
+void Worker::adopt(turn::ListenerId id, std::unique_ptr<StreamListener::Connection> c) {
+  const Listener* listener = findListener(id);
+  if (listener == nullptr || !listener->stream) return;  // the listener is gone: closes it
+  listener->stream->adopt(std::move(c));
+}
+
+void Worker::onRelayAcceptable(turn::AllocationId allocation, int fd) {
+  for (int round = 0; round < kMaxBatchesPerEvent; ++round) {
+    auto accepted = net::acceptTcp(fd);
+    if (!accepted || !*accepted) break;
+    net::Accepted& a = **accepted;
+    const turn::ConnectionId id =
+        server_->onPeerConnectionAccepted(allocation, a.remote, now(), actions_);
+    if (id != 0) relays_.links().adopt(allocation, id, std::move(a.fd));
+  }
+  flush();
 }
 
 void Worker::onListenerReadable(const Listener& listener, int fd) {

@@ -8,7 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/dataplane.h"
@@ -36,6 +39,8 @@ struct ListenerTraffic : turn::TrafficCounters {
   uint64_t closed_handshake = 0;
   uint64_t closed_tls = 0;
   uint64_t closed_framing = 0;
+  // RFC 6062: ConnectionBinds this worker handed to the worker owning their allocation.
+  uint64_t handed_over = 0;
   ListenerTraffic& operator+=(const ListenerTraffic& o) {
     turn::TrafficCounters::operator+=(o);
     connections += o.connections;
@@ -45,6 +50,7 @@ struct ListenerTraffic : turn::TrafficCounters {
     closed_handshake += o.closed_handshake;
     closed_tls += o.closed_tls;
     closed_framing += o.closed_framing;
+    handed_over += o.handed_over;
     return *this;
   }
 };
@@ -102,6 +108,10 @@ class Worker {
                    std::vector<turn::ListenerId> removed);
   // A copy of the worker's counters, taken on its thread; `done` runs there too.
   void collectStats(std::function<void(const WorkerStats&)> done);
+  // Every worker of the daemon, indexed by Options::index, this one included: where a
+  // ConnectionBind goes when another worker's core owns its CONNECTION-ID (RFC 6062). Set once,
+  // before start().
+  void setSiblings(std::vector<Worker*> siblings) { siblings_ = std::move(siblings); }
 
  private:
   struct Listener {
@@ -129,6 +139,15 @@ class Worker {
   // the listener's output is cleared).
   void queueDtlsOutput(const Listener& listener);
   void onRelayReadable(turn::AllocationId allocation, int fd);
+  // RFC 6062: a peer connecting to a TCP relay.
+  void onRelayAcceptable(turn::AllocationId allocation, int fd);
+  // The worker whose core owns the CONNECTION-ID of a ConnectionBind request, else nullopt.
+  static std::optional<size_t> connectionBindOwner(std::span<const uint8_t> frame);
+  // A data connection left stream listener `id` after requestDetach(): joined to its peer
+  // connection, or handed to the worker that owns it.
+  void onDetached(turn::ListenerId id, std::unique_ptr<StreamListener::Connection> c);
+  // On the owner: a data connection handed over from another worker's listener `id`.
+  void adopt(turn::ListenerId id, std::unique_ptr<StreamListener::Connection> c);
   // Sends what the core produced for the current receive batch, then clears it.
   void flush();
   const Listener* findListener(turn::ListenerId id) const;
@@ -152,6 +171,11 @@ class Worker {
   turn::Actions actions_;
   WorkerStats io_stats_;
   std::vector<ListenerTraffic> traffic_;  // by ListenerId; grows only when a listener is added
+  std::vector<Worker*> siblings_;
+  // Data connections being detached (RFC 6062), by client address: to join to this peer
+  // connection, or to hand to another worker with this ConnectionBind frame.
+  std::unordered_map<TransportAddress, turn::ConnectionId> binds_;
+  std::unordered_map<TransportAddress, std::vector<uint8_t>> handoffs_;
   std::thread thread_;
 };
 

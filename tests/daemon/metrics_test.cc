@@ -12,13 +12,15 @@ namespace {
 
 constexpr turn::ListenerId kListener = 3;
 
-// The value of `family`{listener="udp", reason=`reason`}, if that sample exists.
+// The value of `family`{listener=`listener`, `label`=`value`}, if that sample exists.
 std::optional<double> sample(const std::vector<admin::MetricFamily>& families,
-                             std::string_view family, std::string_view reason) {
+                             std::string_view family, std::string_view value,
+                             std::string_view label = "reason", std::string_view listener = "udp") {
   for (const admin::MetricFamily& f : families) {
     if (f.name != family) continue;
     for (const admin::Sample& s : f.samples) {
-      if (s.labels == admin::Labels{{"listener", "udp"}, {"reason", std::string(reason)}}) {
+      if (s.labels == admin::Labels{{"listener", std::string(listener)},
+                                    {std::string(label), std::string(value)}}) {
         return s.value;
       }
     }
@@ -48,6 +50,39 @@ TEST(MetricsTest, LimitRefusalsAreExportedByReason) {
   EXPECT_EQ(sample(families, "kturn_allocations_rejected_total", "insufficient_capacity"), 3);
   EXPECT_EQ(sample(families, "kturn_permissions_rejected_total", "permission_limit"), 4);
   EXPECT_EQ(sample(families, "kturn_permissions_rejected_total", "channel_limit"), 5);
+}
+
+TEST(MetricsTest, PeerConnectionsOfTcpAllocationsAreExportedByEvent) {
+  Dataplane dataplane;
+  ListenerSpec listener;
+  listener.id = kListener;
+  listener.name = "tcp";
+  listener.protocol = TransportProtocol::kTcp;
+  dataplane.listeners.push_back(listener);
+  dataplane.turn = std::make_shared<const turn::ServerConfig>();
+  WorkerStats stats;
+  stats.turn_by_listener.resize(kListener + 1);
+  turn::ServerStats& s = stats.turn_by_listener[kListener];
+  s.peer_connections_connected = 1;
+  s.peer_connections_failed = 2;
+  s.peer_connections_accepted = 3;
+  s.peer_connections_refused = 4;
+  s.peer_connections_bound = 5;
+  s.peer_connections_unbound = 6;
+  stats.traffic.resize(kListener + 1);
+  stats.traffic[kListener].handed_over = 7;
+
+  const auto families = buildMetrics(stats, dataplane);
+  const auto peer = [&](std::string_view event) {
+    return sample(families, "kturn_peer_connections_total", event, "event", "tcp");
+  };
+  EXPECT_EQ(peer("connected"), 1);
+  EXPECT_EQ(peer("failed"), 2);
+  EXPECT_EQ(peer("accepted"), 3);
+  EXPECT_EQ(peer("refused"), 4);
+  EXPECT_EQ(peer("bound"), 5);
+  EXPECT_EQ(peer("unbound"), 6);
+  EXPECT_EQ(peer("handed_over"), 7);
 }
 
 }  // namespace

@@ -21,19 +21,16 @@ NonceGenerator::NonceGenerator(std::span<const uint8_t, 32> key) {
   std::memcpy(key_.data(), key.data(), key_.size());
 }
 
-std::array<uint8_t, 12> NonceGenerator::mac(const TransportAddress& client,
-                                            uint32_t expires) const {
-  uint8_t buf[4 + 1 + 16 + 2];
+std::array<uint8_t, 12> NonceGenerator::mac(const IpAddress& client, uint32_t expires) const {
+  uint8_t buf[4 + 1 + 16];
   buf[0] = static_cast<uint8_t>(expires >> 24);
   buf[1] = static_cast<uint8_t>(expires >> 16);
   buf[2] = static_cast<uint8_t>(expires >> 8);
   buf[3] = static_cast<uint8_t>(expires);
   buf[4] = static_cast<uint8_t>(client.family());
   std::memset(buf + 5, 0, 16);
-  const auto ip = client.ip.bytes();
+  const auto ip = client.bytes();
   std::memcpy(buf + 5, ip.data(), ip.size());
-  buf[21] = static_cast<uint8_t>(client.port >> 8);
-  buf[22] = static_cast<uint8_t>(client.port);
   const auto digest = crypto::hmacSha1(key_, {{buf, sizeof buf}});
   std::array<uint8_t, 12> out;
   std::memcpy(out.data(), digest.data(), out.size());
@@ -48,7 +45,7 @@ NonceGenerator::Nonce NonceGenerator::make(const TransportAddress& client,
   raw[1] = static_cast<uint8_t>(expires >> 16);
   raw[2] = static_cast<uint8_t>(expires >> 8);
   raw[3] = static_cast<uint8_t>(expires);
-  const auto m = mac(client, expires);
+  const auto m = mac(client.ip, expires);
   std::memcpy(raw + 4, m.data(), m.size());
   Nonce out;
   for (size_t i = 0; i < sizeof raw; ++i) {
@@ -70,7 +67,7 @@ NonceGenerator::Check NonceGenerator::check(std::string_view nonce, const Transp
   }
   const uint32_t expires =
       (uint32_t{raw[0]} << 24) | (uint32_t{raw[1]} << 16) | (uint32_t{raw[2]} << 8) | raw[3];
-  const auto m = mac(client, expires);
+  const auto m = mac(client.ip, expires);
   if (!crypto::equalConstantTime(m, {raw + 4, 12})) return Check::kInvalid;
   return static_cast<int64_t>(expires) > now_unix ? Check::kValid : Check::kStale;
 }

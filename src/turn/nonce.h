@@ -1,7 +1,9 @@
-// Stateless, expiring nonces bound to the client's transport address (RFC 8489 §9.2, "nonce"
-// and §9.2.4 "438 Stale Nonce"). A nonce is its own expiry time plus a MAC over that time and
-// the client address under a per-process key, hex-encoded: the server keeps no state per client,
-// a nonce is useless from another address, and expiry needs no timer.
+// Stateless, expiring nonces bound to the client's IP address (RFC 8489 §9.2, "nonce" and
+// §9.2.4 "438 Stale Nonce"). A nonce is its own expiry time plus a MAC over that time and the
+// client's IP under a per-process key, hex-encoded: the server keeps no state per client, a nonce
+// is useless from another address, and expiry needs no timer. Not the port: a client's other
+// connections (RFC 6062 data connections, a TCP reconnect) share its nonce, as they do in coturn,
+// and coturn's turnutils_uclient relies on that; the credentials still guard every request.
 #pragma once
 
 #include <array>
@@ -29,7 +31,7 @@ class NonceGenerator {
   Check check(std::string_view nonce, const TransportAddress& client, int64_t now_unix) const;
 
  private:
-  std::array<uint8_t, 12> mac(const TransportAddress& client, uint32_t expires) const;
+  std::array<uint8_t, 12> mac(const IpAddress& client, uint32_t expires) const;
   std::array<uint8_t, 32> key_;
 };
 

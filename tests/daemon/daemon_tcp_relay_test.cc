@@ -246,7 +246,7 @@ class DaemonTcpRelayTest : public ::testing::Test {
   // A data connection bound to `id`, or null.
   std::unique_ptr<StreamClient> bind(StreamClient& control, uint32_t id) {
     auto data = std::make_unique<StreamClient>(server_);
-    data->useNonce(control.nonce());  // bound to the control connection's address: 438 first
+    data->useNonce(control.nonce());  // the nonce serves every port of the client
     const auto reply = data->request(stun::Method::kConnectionBind, [id](stun::MessageBuilder& b) {
       b.addUint32(stun::attr::kConnectionId, id);
     });

@@ -740,7 +740,7 @@ class ServerSettings:
                  secret: str = REST_SECRET, allowed: Sequence[str] = ("127.0.0.1/32",),
                  denied_for_coturn: Sequence[str] = (), port: Optional[int] = None,
                  relay_range: Optional[Tuple[int, int]] = None, tcp: bool = False,
-                 tls: bool = False, host: str = LOOPBACK):
+                 tls: bool = False, host: str = LOOPBACK, tcp_relay: bool = False):
         check(auth in ("static", "rest"), f"unknown auth {auth}")
         self.auth = auth
         self.realm = realm
@@ -756,6 +756,9 @@ class ServerSettings:
         self.relay_range = relay_range or relay_port_range()
         # Also a TURN-TCP listener on the same port number (coturn always listens on both).
         self.tcp = tcp
+        # The allowed peers form a `protocol: TCP` cluster: TCP allocations (RFC 6062) may reach
+        # them (UDP allocations relay to every cluster either way).
+        self.tcp_relay = tcp_relay
         # Also TURN-TLS and TURN-DTLS listeners on a port number of their own (TCP and UDP, as
         # coturn's tls-listening-port), with a fresh self-signed certificate.
         self.tls_port = free_port(host) if tls else None
@@ -878,7 +881,8 @@ class KturndServer(Server):
                       "healthcheck_endpoint": "", "metrics_endpoint": ""},
             "auth": auth,
             "listeners": listeners,
-            "clusters": [{"name": "allowed", "type": "STATIC", "endpoints": s.allowed}],
+            "clusters": [dict({"name": "allowed", "type": "STATIC", "endpoints": s.allowed},
+                              **({"protocol": "TCP"} if s.tcp_relay else {}))],
         }
 
     @classmethod

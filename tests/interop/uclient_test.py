@@ -12,6 +12,12 @@ same for bytes) and uclient reports zero lost and zero send-dropped packets.
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport tls
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport dtls
   /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --family v6
+  /usr/bin/python3 uclient_test.py --server kturnd --kturnd build/kturnd --transport tcp \
+      --tcp-relay
+
+With --tcp-relay (uclient -T, RFC 6062) there is no turnutils_peer: every client allocates a TCP
+relay, Connects to every other client's relayed address (full mesh, each connection offered to
+its target with a ConnectionAttempt), binds data connections and sends its messages over them.
 """
 
 import argparse
@@ -35,6 +41,10 @@ RE_BYTES = re.compile(r"start_mclient: tot_send_bytes ~ (\d+), tot_recv_bytes ~ 
 RE_LOST = re.compile(r"Total lost packets (\d+) \(([\d.]+)%\), total send dropped (\d+) "
                      r"\(([\d.]+)%\)")
 RE_CONNECT = re.compile(r"Total connect time is (\d+)")
+# uclient -T, after binding the data connections (or giving up waiting for them):
+#   0: : 12 connections are completed
+#   35: : WARNING: 8 connections are completed, not enough
+RE_TCP_COMPLETED = re.compile(r"(WARNING: )?(\d+) connections are completed")
 RE_TRANSMIT = re.compile(r"Total transmit time is (\d+)")
 
 
@@ -59,9 +69,11 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     host = h.LOOPBACK6 if args.family == "v6" else h.LOOPBACK
     settings = h.ServerSettings(auth=args.auth, tcp=args.transport == "tcp",
                                 tls=args.transport in ("tls", "dtls"), host=host,
-                                allowed=[f"{host}/{128 if args.family == 'v6' else 32}"])
+                                allowed=[f"{host}/{128 if args.family == 'v6' else 32}"],
+                                tcp_relay=args.tcp_relay)
     with h.make_server(args, settings, workdir) as server:
-        _, peer_port = h.start_udp_echo_peer(workdir, host=host)
+        # uclient -T relays between its own clients; otherwise a UDP echo peer answers.
+        peer_port = 3480 if args.tcp_relay else h.start_udp_echo_peer(workdir, host=host)[1]
         port = settings.tls_port if args.transport in ("tls", "dtls") else server.port
         argv = ["turnutils_uclient", "-p", str(port),
                 "-e", host, "-r", str(peer_port), "-L", host,
@@ -83,6 +95,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
             argv.append("-S")  # TURN over DTLS
         if args.family == "v6":
             argv.append("-x")  # REQUESTED-ADDRESS-FAMILY IPv6: an IPv6 relay to the IPv6 peer
+        if args.tcp_relay:
+            argv.append("-T")  # TCP relays between the clients (implies -t, -y and -c)
         argv.append(host)
 
         uclient = h.Proc("turnutils_uclient", argv, workdir)
@@ -107,6 +121,16 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         h.check(s["sent_bytes"] == s["recv_bytes"] == expected * args.length,
                 f"bytes sent/received {s['sent_bytes']}/{s['recv_bytes']}, expected "
                 f"{expected * args.length} both ways")
+        if args.tcp_relay:
+            # A full mesh: each client's relay connected to every other client's, both ends
+            # bound to a data connection.
+            completed = RE_TCP_COMPLETED.findall(out)
+            h.check(bool(completed), "uclient -T printed no 'connections are completed' line")
+            warning, count = completed[-1]
+            wanted = args.clients * (args.clients - 1)
+            h.check(not warning and int(count) == wanted,
+                    f"uclient bound {count} data connections, expected {wanted}")
+            print(f"uclient -T: {count} data connections bound")
         h.check(s["lost"] == 0, f"uclient reports {s['lost']} lost packets")
         h.check(s["dropped"] == 0, f"uclient reports {s['dropped']} send-dropped packets")
 
@@ -127,6 +151,9 @@ def main() -> None:
     p.add_argument("--transport", choices=("udp", "tcp", "tls", "dtls"), default="udp",
                    help="client-to-server transport (uclient -t for tcp, -t -S for tls, -S for "
                         "dtls)")
+    p.add_argument("--tcp-relay", action="store_true",
+                   help="uclient -T: RFC 6062 TCP allocations between the clients (needs "
+                        "--transport tcp or tls)")
     p.add_argument("--clients", type=int, default=10, help="uclient -m")
     p.add_argument("--messages", type=int, default=50, help="uclient -n, per client")
     p.add_argument("--length", type=int, default=120, help="uclient -l, bytes")
@@ -135,7 +162,7 @@ def main() -> None:
     args, _ = p.parse_known_args()
     family = "6" if args.family == "v6" else ""
     name = (f"uclient-{args.transport}{family}-{args.auth}-{args.mode}"
-            f"{'-nortcp' if args.no_rtcp else ''}")
+            f"{'-nortcp' if args.no_rtcp else ''}{'-tcprelay' if args.tcp_relay else ''}")
     h.run_test(name, body, p)
 
 

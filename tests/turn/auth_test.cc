@@ -75,13 +75,25 @@ TEST_F(TurnTest, ExpiredNonceDraws438WithAFreshNonce) {
 
 TEST_F(TurnTest, NonceIsBoundToTheClientAddress) {
   ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
-  tuple_.client.port += 1;  // another client reusing the nonce
+  tuple_.client.ip = *IpAddress::parse("192.0.2.99");  // another client reusing the nonce
   auto reply = fromClient(buildRequest(stun::Method::kAllocate, [](stun::MessageBuilder& b) {
     const uint8_t udp[] = {17, 0, 0, 0};
     b.add(stun::attr::kRequestedTransport, udp);
   }));
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->errorCode(), 438);
+}
+
+TEST_F(TurnTest, NonceServesEveryPortOfTheClientsAddress) {
+  // RFC 6062 data connections and reconnects come from new ports of the same host.
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  tuple_.client.port += 1;
+  auto reply = fromClient(buildRequest(stun::Method::kAllocate, [](stun::MessageBuilder& b) {
+    const uint8_t udp[] = {17, 0, 0, 0};
+    b.add(stun::attr::kRequestedTransport, udp);
+  }));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->cls(), stun::MessageClass::kSuccessResponse);
 }
 
 TEST_F(TurnTest, ForgedNonceIsNotAccepted) {

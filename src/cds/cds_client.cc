@@ -129,7 +129,9 @@ Result<void> CdsClient::watch(WatchCallbacks callbacks) {
   if (!callbacks.on_config) {
     return makeError(Error::Code::kInvalidArgument, "CDS watch: on_config is required");
   }
-  if (watcher_) return makeError(Error::Code::kInvalidArgument, "CDS watch: already watching");
+  if (watcher_.running()) {
+    return makeError(Error::Code::kInvalidArgument, "CDS watch: already watching");
+  }
   Result<WatcherSettings> settings = makeWatcherSettings(options_, origin_, watchTarget());
   if (!settings) return settings.error();
   WatcherSink sink{
@@ -140,20 +142,14 @@ Result<void> CdsClient::watch(WatchCallbacks callbacks) {
           },
       .on_error = std::move(callbacks.on_error),
   };
-  Result<std::shared_ptr<Watcher>> watcher =
-      Watcher::start(std::move(settings).value(), std::move(sink), stats_);
-  if (!watcher) return watcher.error();
-  watcher_ = std::move(watcher).value();
-  return {};
+  return watcher_.start(
+      [&] { return Watcher::start(std::move(settings).value(), std::move(sink), stats_); },
+      "CDS watch");
 }
 
-void CdsClient::stop() {
-  if (!watcher_) return;
-  watcher_->stop();
-  watcher_.reset();
-}
+void CdsClient::stop() { watcher_.stop(); }
 
-bool CdsClient::watching() const { return watcher_ != nullptr; }
+bool CdsClient::watching() const { return watcher_.running(); }
 
 CdsClientStats CdsClient::stats() const { return stats_->snapshot(); }
 

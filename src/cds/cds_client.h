@@ -23,12 +23,12 @@
 
 #include "cds/origin.h"
 #include "cds/protocol.h"
+#include "cds/watcher_slot.h"
 #include "config/stunner_config.h"
 #include "kturn/result.h"
 
 namespace kturn::cds {
 
-class Watcher;
 struct WatcherStats;
 
 struct CdsClientOptions {
@@ -125,7 +125,7 @@ class CdsClient {
   const Origin origin_;
   const ConfigId id_;
   std::shared_ptr<WatcherStats> stats_;  // shared with the watcher thread
-  std::shared_ptr<Watcher> watcher_;     // null unless watching
+  WatcherSlot watcher_;
 };
 
 // GET /api/v1/configs, or /api/v1/configs/<namespace_> when it is not empty: every config the

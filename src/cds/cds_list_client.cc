@@ -78,7 +78,7 @@ Result<void> CdsListClient::watch(ListWatchCallbacks callbacks) {
     return makeError(Error::Code::kInvalidArgument,
                      "CDS list watch: on_config and on_delete are required");
   }
-  if (watcher_) {
+  if (watcher_.running()) {
     return makeError(Error::Code::kInvalidArgument, "CDS list watch: already watching");
   }
   Result<WatcherSettings> settings = makeWatcherSettings(options_, origin_, watchTarget());
@@ -92,20 +92,14 @@ Result<void> CdsListClient::watch(ListWatchCallbacks callbacks) {
       .on_resync = [state](std::vector<std::string> ids) { state->onResync(ids); },
       .on_error = std::move(on_error),
   };
-  Result<std::shared_ptr<Watcher>> watcher =
-      Watcher::start(std::move(settings).value(), std::move(sink), stats_);
-  if (!watcher) return watcher.error();
-  watcher_ = std::move(watcher).value();
-  return {};
+  return watcher_.start(
+      [&] { return Watcher::start(std::move(settings).value(), std::move(sink), stats_); },
+      "CDS list watch");
 }
 
-void CdsListClient::stop() {
-  if (!watcher_) return;
-  watcher_->stop();
-  watcher_.reset();
-}
+void CdsListClient::stop() { watcher_.stop(); }
 
-bool CdsListClient::watching() const { return watcher_ != nullptr; }
+bool CdsListClient::watching() const { return watcher_.running(); }
 
 CdsClientStats CdsListClient::stats() const { return stats_->snapshot(); }
 

@@ -25,6 +25,7 @@
 
 #include "cds/cds_client.h"
 #include "cds/origin.h"
+#include "cds/watcher_slot.h"
 #include "config/stunner_config.h"
 #include "kturn/result.h"
 
@@ -75,7 +76,7 @@ class CdsListClient {
   const Origin origin_;
   const std::string namespace_;
   std::shared_ptr<WatcherStats> stats_;  // shared with the watcher thread
-  std::shared_ptr<Watcher> watcher_;     // null unless watching
+  WatcherSlot watcher_;
 };
 
 }  // namespace kturn::cds

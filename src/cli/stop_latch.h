@@ -11,10 +11,10 @@ namespace kturn::cli {
 class StopLatch {
  public:
   void requestStop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopped_ = true;
-    }
+    // Notified under the lock: a waiter cannot see `stopped_` (and go on to destroy the latch,
+    // as main() does at exit) while this thread is still inside notify_all().
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
     cv_.notify_all();
   }
   // Blocks until requestStop() has been called (returns at once if it has).

@@ -39,7 +39,10 @@ std::string currentSecret(const ConfigHolder& holder) {
 // id -> secret of every config held.
 std::map<std::string, std::string> secrets(const ConfigHolder& holder) {
   std::map<std::string, std::string> out;
-  for (const auto& [id, config] : *holder.get()) {
+  // Held for the loop: a range over `*holder.get()` would outlive the temporary pointer, and a
+  // concurrent upsert could free the set under it.
+  const auto configs = holder.get();
+  for (const auto& [id, config] : *configs) {
     out[id] = std::string(config->auth.secret().value_or(""));
   }
   return out;

@@ -45,7 +45,8 @@ class RelaySockets : public turn::RelayAllocator {
   }
   void closeConnection(turn::ConnectionId id) override { links_.close(id); }
 
-  // The binds the core made since the last call.
+  // The binds the core made since the last takeBinds().
+  bool hasBinds() const { return !binds_.empty(); }
   std::vector<std::pair<turn::ConnectionId, FiveTuple>> takeBinds() { return std::move(binds_); }
   PeerLinks& links() { return links_; }
 

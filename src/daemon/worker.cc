@@ -285,22 +285,26 @@ void Worker::onStreamFrame(turn::ListenerId id, const FiveTuple& tuple,
   ListenerTraffic& counters = traffic(id);
   ++counters.rx_packets;
   counters.rx_bytes += frame.size();
-  const Listener* listener = findListener(id);
   // RFC 6062: a ConnectionBind for a connection another worker's core owns goes there, with
   // the data connection it came on.
   if (const auto owner = connectionBindOwner(frame);
-      owner && *owner != options_.index && *owner < siblings_.size() && listener != nullptr) {
-    ++counters.handed_over;
-    handoffs_[tuple.client] = std::vector<uint8_t>(frame.begin(), frame.end());
-    listener->stream->requestDetach(tuple.client);
-    return;
+      owner && *owner != options_.index && *owner < siblings_.size()) {
+    if (const Listener* listener = findListener(id); listener != nullptr) {
+      ++counters.handed_over;
+      handoffs_[tuple.client] = std::vector<uint8_t>(frame.begin(), frame.end());
+      listener->stream->requestDetach(tuple.client);
+      return;
+    }
   }
   server_->onClientPacket(id, tuple, frame, now(), actions_);
   // A ConnectionBind succeeded: once its answer is out, the connection carries the peer's bytes.
-  for (const auto& [connection, data] : relays_.takeBinds()) {
-    if (listener == nullptr) continue;
-    binds_[data.client] = connection;
-    listener->stream->requestDetach(data.client);
+  if (relays_.hasBinds()) {
+    const Listener* listener = findListener(id);
+    for (const auto& [connection, data] : relays_.takeBinds()) {
+      if (listener == nullptr) continue;
+      binds_[data.client] = connection;
+      listener->stream->requestDetach(data.client);
+    }
   }
   if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
 }

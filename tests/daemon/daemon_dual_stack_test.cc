@@ -59,7 +59,7 @@ std::span<const uint8_t> bytes(std::string_view s) {
 class DaemonDualStackTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    port_ = testing::freeUdpPort();
+    port_ = testing::freeTcpPort();  // UDP and TCP listeners share it
     path_ = std::filesystem::temp_directory_path() /
             ("kturnd-dual-stack-test-" + std::to_string(::getpid()) + ".yaml");
     std::ofstream(path_)

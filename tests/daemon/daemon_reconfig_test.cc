@@ -27,7 +27,7 @@ class DaemonReconfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
     port_a_ = testing::freeUdpPort();
-    port_b_ = testing::freeUdpPort();
+    port_b_ = testing::freeTcpPort();  // also a TURN-TCP listener's, in some tests
     ASSERT_NE(port_a_, 0);
     ASSERT_NE(port_b_, 0);
     path_ = std::filesystem::temp_directory_path() /

@@ -46,23 +46,32 @@ std::vector<Object> listItems(const Json& body, const ResourceType& type) {
   return out;
 }
 
-ApiClient::ApiClient(RestConfig config, std::shared_ptr<boost::asio::ssl::context> tls)
-    : config_(std::move(config)), tls_(std::move(tls)), token_(config_.token, config_.tokenFile) {}
+ApiClient::ApiClient(RestConfig config)
+    : config_(std::move(config)), token_(config_.token, config_.tokenFile) {}
 
 Result<std::unique_ptr<ApiClient>> ApiClient::create(RestConfig config) {
-  std::shared_ptr<boost::asio::ssl::context> tls;
   if (config.tls) {
+    // A bad CA, client certificate or key fails here, at startup, not at the first request.
     auto ctx = makeTlsContext(config);
+    if (!ctx) return ctx.error();
+  }
+  return std::unique_ptr<ApiClient>(new ApiClient(std::move(config)));
+}
+
+Result<std::unique_ptr<ApiConnection>> ApiClient::connect() const {
+  std::shared_ptr<boost::asio::ssl::context> tls;
+  if (config_.tls) {
+    auto ctx = makeTlsContext(config_);
     if (!ctx) return ctx.error();
     tls = std::move(ctx).value();
   }
-  return std::unique_ptr<ApiClient>(new ApiClient(std::move(config), std::move(tls)));
+  return ApiConnection::open(config_, std::move(tls), timeout_);
 }
 
 Result<ApiResponse> ApiClient::request(const HttpRequest& request) {
   HttpRequest req = request;
   req.token = token_.current();
-  auto connection = ApiConnection::open(config_, tls_, timeout_);
+  auto connection = connect();
   if (!connection) return connection.error();
   Result<HttpResponse> response = (*connection)->roundTrip(req, timeout_);
   if (!response) return response.error();
@@ -148,7 +157,7 @@ Result<ApiResponse> ApiClient::applyStatus(const ResourceType& type, const Json&
 
 Result<ApiClient::Watch> ApiClient::watch(const ResourceType& type, std::string_view ns,
                                           std::string_view query) {
-  auto connection = ApiConnection::open(config_, tls_, timeout_);
+  auto connection = connect();
   if (!connection) return connection.error();
   std::string target = type.collectionPath(ns) + "?watch=true";
   if (!query.empty()) target += "&" + std::string(query);

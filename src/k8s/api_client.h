@@ -74,10 +74,14 @@ class ApiClient {
   void setTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
 
  private:
-  ApiClient(RestConfig config, std::shared_ptr<boost::asio::ssl::context> tls);
+  explicit ApiClient(RestConfig config);
+  // Opens a connection with a TLS context of its own. The informers call from threads of their
+  // own, and handshakes on one shared SSL_CTX race inside OpenSSL (ThreadSanitizer caught
+  // libcrypto writing and comparing the same certificate data from two handshakes), so no
+  // OpenSSL object is shared; a context per connection costs a CA parse per list or watch.
+  Result<std::unique_ptr<ApiConnection>> connect() const;
 
   const RestConfig config_;
-  std::shared_ptr<boost::asio::ssl::context> tls_;
   BearerToken token_;
   std::chrono::milliseconds timeout_{30000};
 };

@@ -9,6 +9,8 @@ packages=(
   # libraries (DESIGN.md §5)
   libssl-dev libboost1.81-dev libboost-system1.81-dev nlohmann-json3-dev libyaml-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev
+  # the eBPF fast path: libbpf, and bpftool for its skeleton (clang, above, compiles the program)
+  libbpf-dev bpftool
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # real peers for interop tests: coturn's turnutils_*, aioice

@@ -49,7 +49,8 @@ struct {
 } kturn_peers SEC(".maps");
 
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(map_flags, BPF_F_MMAPABLE);
   __uint(max_entries, 2 * KTURN_OFFLOAD_DEFAULT_ENTRIES);
   __type(key, __u32);
   __type(value, struct kturn_counter);
@@ -332,8 +333,8 @@ struct decision {
 static __always_inline void countRelayed(const struct decision* d) {
   struct kturn_counter* c = bpf_map_lookup_elem(&kturn_counters, &d->counter);
   if (c) {
-    c->packets += 1;
-    c->bytes += d->bytes_relayed;
+    __sync_fetch_and_add(&c->packets, 1);
+    __sync_fetch_and_add(&c->bytes, d->bytes_relayed);
   }
   count(d->stat);
 }

@@ -64,10 +64,11 @@ struct kturn_peer_value {
   __u64 expires_ns;
 };
 
-/* What the program relayed for one map entry: the per-CPU array `kturn_counters`, indexed by the
- * entry's `counter`. Kept apart from the entries so that kturnd can move an entry's expiry
- * without losing a count, and per CPU so that the program needs no atomic operation. kturnd
- * hands out the indexes and sums the CPUs' values. */
+/* What the program relayed for one map entry: the array `kturn_counters`, indexed by the entry's
+ * `counter`. Kept apart from the entries so that kturnd can move an entry's expiry without losing
+ * a count. The program adds atomically (a flow's packets rarely meet on two CPUs, so the cache
+ * line stays put); kturnd maps the array into its memory (BPF_F_MMAPABLE) and reads the running
+ * totals without a system call. A slot is never reset: kturnd keeps the value it last read. */
 struct kturn_counter {
   __u64 packets;
   __u64 bytes; /* application data: the ChannelData payload, or the peer's UDP payload */

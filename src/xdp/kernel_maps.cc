@@ -1,19 +1,26 @@
 #include "xdp/kernel_maps.h"
 
 #include <bpf/bpf.h>
-#include <bpf/libbpf.h>
-
-#include <vector>
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace kturn::xdp {
 
 KernelMaps::KernelMaps(const OffloadProgram& program)
     : channels_fd_(program.channelsMapFd()),
       peers_fd_(program.peersMapFd()),
-      counters_fd_(program.countersMapFd()),
-      slots_(program.counterSlots()),
-      cpus_(libbpf_num_possible_cpus()) {
-  if (cpus_ < 1) cpus_ = 1;
+      slots_(program.counterSlots()) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t size = (size_t{slots_} * sizeof(kturn_counter) + page - 1) / page * page;
+  void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, program.countersMapFd(), 0);
+  if (mapped != MAP_FAILED) {
+    counters_ = static_cast<kturn_counter*>(mapped);
+    mapped_size_ = size;
+  }
+}
+
+KernelMaps::~KernelMaps() {
+  if (counters_ != nullptr) ::munmap(counters_, mapped_size_);
 }
 
 bool KernelMaps::putChannel(const kturn_channel_key& key, const kturn_channel_value& value) {
@@ -30,21 +37,11 @@ void KernelMaps::eraseChannel(const kturn_channel_key& key) {
 
 void KernelMaps::erasePeer(const kturn_peer_key& key) { bpf_map_delete_elem(peers_fd_, &key); }
 
-kturn_counter KernelMaps::readCounter(uint32_t slot) {
-  // A per-CPU array returns one value per possible CPU. Control path only: the vector is fine.
-  std::vector<kturn_counter> per_cpu(static_cast<size_t>(cpus_));
-  kturn_counter sum{};
-  if (bpf_map_lookup_elem(counters_fd_, &slot, per_cpu.data()) != 0) return sum;
-  for (const kturn_counter& c : per_cpu) {
-    sum.packets += c.packets;
-    sum.bytes += c.bytes;
-  }
-  return sum;
-}
-
-void KernelMaps::resetCounter(uint32_t slot) {
-  std::vector<kturn_counter> zero(static_cast<size_t>(cpus_));
-  bpf_map_update_elem(counters_fd_, &slot, zero.data(), BPF_ANY);
+kturn_counter KernelMaps::readCounter(uint32_t slot) const {
+  if (counters_ == nullptr || slot >= slots_) return {};
+  // The program adds with atomic instructions; an aligned 8-byte load sees a whole value.
+  return {__atomic_load_n(&counters_[slot].packets, __ATOMIC_RELAXED),
+          __atomic_load_n(&counters_[slot].bytes, __ATOMIC_RELAXED)};
 }
 
 }  // namespace kturn::xdp

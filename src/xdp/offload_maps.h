@@ -3,8 +3,9 @@
 // over the real maps in kturnd), the way Katran reaches its kernel through an injected adapter.
 //
 // Called when a channel is bound, refreshed or withdrawn and when the worker folds counters into
-// its metrics (once a second): never per packet. Thread-safe in KernelMaps (each call is one
-// bpf() system call); workers use disjoint counter slots.
+// its metrics (once a second): never per packet. Thread-safe in KernelMaps (an update is one bpf()
+// system call, a counter read is a load from the mapped array); workers use disjoint counter
+// slots.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,8 @@ class OffloadMaps {
   // Removes an entry; absent entries are ignored.
   virtual void eraseChannel(const kturn_channel_key& key) = 0;
   virtual void erasePeer(const kturn_peer_key& key) = 0;
-  // A counter slot summed over the CPUs; zeroes it with reset().
-  virtual kturn_counter readCounter(uint32_t slot) = 0;
-  virtual void resetCounter(uint32_t slot) = 0;
+  // The running totals of a counter slot (never reset: callers keep the value they last read).
+  virtual kturn_counter readCounter(uint32_t slot) const = 0;
   // Slots [0, counterSlots()).
   virtual uint32_t counterSlots() const = 0;
 };

@@ -36,7 +36,8 @@ struct ChannelBinding {
   uint16_t number = 0;
   TransportAddress peer;
   MonoTime expires;
-  PolicyVerdict verdict;  // for `peer` exactly
+  PolicyVerdict verdict;   // for `peer` exactly
+  bool offloaded = false;  // handed to the kernel fast path (ChannelOffload)
 };
 
 // RFC 6062 §5: a TCP connection between a TCP allocation's relayed address and a peer, from the

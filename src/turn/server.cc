@@ -99,6 +99,14 @@ ServerStats Server::stats() const {
 void Server::applyConfig(ServerConfigPtr config) {
   config_ = std::move(config);
   ++epoch_;
+  // The kernel does not ask the config: every offloaded channel is checked now, not lazily, and
+  // a channel a removed cap kept in user space may go to the kernel.
+  if (offload_ != nullptr) {
+    allocations_.forEach([&](Allocation& a) {
+      countFor(a.listener);
+      offerChannels(a);
+    });
+  }
 }
 
 void Server::closeListener(ListenerId listener, const Now& now) {
@@ -401,6 +409,7 @@ Seconds Server::grantedLifetime(const stun::MessageView& message) const {
 }
 
 void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const Now& now) {
+  withdrawChannels(allocation);  // first: the session record counts what the kernel relayed
   if (observer_ != nullptr) observer_->onAllocationEnd(allocation, reason, now);
   relays_.close(allocation.id);  // with the allocation's peer connections
   for (const PeerConnection& c : allocation.connections) connection_owners_.erase(c.id);
@@ -423,6 +432,9 @@ void Server::releaseFamily(Allocation& allocation, AddressFamily family) {
   if (allocation.relayed.family() == family) allocation.relayed = *allocation.relayed_additional;
   allocation.relayed_additional.reset();
   // Peers of the released family are out of reach now.
+  for (ChannelBinding& c : allocation.channels) {
+    if (c.peer.family() == family) withdrawChannel(allocation, c);
+  }
   std::erase_if(allocation.permissions,
                 [&](const Permission& p) { return p.peer.family() == family; });
   std::erase_if(allocation.channels,
@@ -454,6 +466,9 @@ void Server::onAllocationTimer(AllocationId id, int64_t deadline, const Now& now
   }
   a->armed_at = 0;
   expireConnections(*a, now.mono);
+  for (ChannelBinding& c : a->channels) {
+    if (c.expires <= now.mono) withdrawChannel(*a, c);  // before the sweep drops it
+  }
   a->sweep(now.mono);
   rearm(*a);
 }
@@ -500,14 +515,14 @@ bool Server::admitsPacket(const Allocation& a, Permission& permission, const Tra
   return true;
 }
 
-void Server::countCluster(ClusterId cluster, bool to_peer, size_t bytes) {
+void Server::countCluster(ClusterId cluster, bool to_peer, uint64_t bytes, uint64_t packets) {
   if (cluster >= cluster_stats_.size()) cluster_stats_.resize(cluster + 1);
   TrafficCounters& t = cluster_stats_[cluster];
   if (to_peer) {
-    ++t.tx_packets;
+    t.tx_packets += packets;
     t.tx_bytes += bytes;
   } else {
-    ++t.rx_packets;
+    t.rx_packets += packets;
     t.rx_bytes += bytes;
   }
 }

@@ -18,6 +18,7 @@
 #include "turn/allocation_table.h"
 #include "turn/auth_throttle.h"
 #include "turn/authenticator.h"
+#include "turn/channel_offload.h"
 #include "turn/nonce.h"
 #include "turn/relay_allocator.h"
 #include "turn/server_config.h"
@@ -50,6 +51,10 @@ class Server {
   Server(ServerConfigPtr config, RelayAllocator& relays, const Options& options);
   // Observes allocation ends (session records); optional, not owned.
   void setSessionObserver(SessionObserver* observer) { observer_ = observer; }
+  // Hands qualifying channels to a kernel fast path (channel_offload.h); null takes every
+  // channel back. Offers the channels already bound at once. Not owned; must outlive the Server
+  // or be replaced first.
+  void setChannelOffload(ChannelOffload* offload);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
@@ -74,6 +79,11 @@ class Server {
   // TURN over TCP/TLS: the connection of `five_tuple` closed, and with it its allocation, if
   // any (RFC 8656 §3.1: the allocation is tied to the connection).
   void onClientClosed(const FiveTuple& five_tuple, const Now& now);
+
+  // Traffic the kernel fast path relayed for `channel` of the allocation of `five_tuple`, read
+  // from its counters by the daemon (once a second): counted as if the core had relayed it.
+  void onOffloadedTraffic(const FiveTuple& five_tuple, uint16_t channel,
+                          const OffloadedTraffic& traffic);
 
   // RFC 6062 TCP allocations: what became of the peer connections the core asked for.
   // The connection a Connect asked for is up (or failed, or took over 30 s): answers the Connect
@@ -176,6 +186,14 @@ class Server {
   ConnectionId nextConnectionId();
   void onAllocationTimer(AllocationId id, int64_t deadline, const Now& now);
 
+  // The kernel fast path (server_offload.cc): offers `channel` if it qualifies, else withdraws it.
+  void offerChannel(Allocation& a, ChannelBinding& channel);
+  void offerChannels(Allocation& a);
+  void withdrawChannel(Allocation& a, ChannelBinding& channel);
+  void withdrawChannels(Allocation& a);
+  bool offloadable(Allocation& a, ChannelBinding& channel);
+  void countOffloaded(Allocation& a, const ChannelBinding& channel, const OffloadedTraffic& t);
+
   // Peer admission under the current config, cached per epoch.
   bool admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer);
   bool admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddress& ip);
@@ -185,7 +203,7 @@ class Server {
   bool admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer,
                     ClusterId& cluster);
   // Counts relayed traffic of a cluster (grows the table when a new cluster id appears).
-  void countCluster(ClusterId cluster, bool to_peer, size_t bytes);
+  void countCluster(ClusterId cluster, bool to_peer, uint64_t bytes, uint64_t packets = 1);
   // The bandwidth caps (allocation, then listener) for `bytes` relayed one way; counts a drop.
   bool underCaps(Allocation& a, bool to_peers, size_t bytes, MonoTime now);
 
@@ -195,6 +213,7 @@ class Server {
   uint64_t epoch_ = 1;
   RelayAllocator& relays_;
   SessionObserver* observer_ = nullptr;
+  ChannelOffload* offload_ = nullptr;
   NonceGenerator nonces_;
   uint64_t rng_state_;
   AuthThrottle auth_throttle_;

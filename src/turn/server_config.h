@@ -48,6 +48,9 @@ struct ListenerPolicy {
   // The transport addresses kturnd listens on; a wildcard address matches restricted peers
   // (loopback, ...) on the same port.
   std::vector<TransportAddress> own_addresses;
+  // TURN-UDP: clients send ChannelData in the clear over UDP, which the kernel fast path can
+  // relay (ChannelOffload). False for TURN-DTLS, TURN-TCP and TURN-TLS.
+  bool offloadable = false;
 
   bool allowsIp(const IpAddress& ip) const;
   bool allows(const TransportAddress& peer) const { return admitting(peer) != nullptr; }

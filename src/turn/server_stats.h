@@ -43,6 +43,12 @@ namespace kturn::turn {
   X(client_bytes_relayed, "payload bytes relayed client to peer")                            \
   X(peer_packets_relayed, "packets relayed peer to client")                                  \
   X(peer_bytes_relayed, "payload bytes relayed peer to client")                              \
+  X(offload_packets_to_peer, "of client_packets_relayed: relayed by the kernel fast path")   \
+  X(offload_bytes_to_peer, "of client_bytes_relayed: relayed by the kernel fast path")       \
+  X(offload_packets_to_client, "of peer_packets_relayed: relayed by the kernel fast path")   \
+  X(offload_bytes_to_client, "of peer_bytes_relayed: relayed by the kernel fast path")       \
+  X(channels_offloaded, "channels handed to the kernel fast path")                           \
+  X(channels_offload_refused, "channels the kernel fast path had no room for")               \
   X(drop_malformed, "datagrams dropped as malformed")                                        \
   X(drop_not_turn, "datagrams that are neither STUN nor ChannelData")                        \
   X(drop_no_allocation, "indications/ChannelData without an allocation")                     \

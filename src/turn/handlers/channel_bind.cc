@@ -57,10 +57,12 @@ void Server::handleChannelBind(Request& req) {
   }
 
   const MonoTime channel_expires = req.now.mono + config_->lifetimes.channel;
-  if (by_number != nullptr) {
-    by_number->expires = channel_expires;
+  ChannelBinding* channel = by_number;
+  if (channel != nullptr) {
+    channel->expires = channel_expires;
   } else {
-    a->channels.push_back(ChannelBinding{channel_number, *peer, channel_expires, verdict});
+    channel =
+        &a->channels.emplace_back(ChannelBinding{channel_number, *peer, channel_expires, verdict});
   }
   const MonoTime permission_expires = req.now.mono + config_->lifetimes.permission;
   if (Permission* p = a->findPermission(peer->ip)) {
@@ -68,6 +70,7 @@ void Server::handleChannelBind(Request& req) {
   } else {
     a->permissions.push_back(Permission{peer->ip, permission_expires, {}, {}});
   }
+  offerChannel(*a, *channel);
   rearm(*a);
   respondSuccess(req);
 }

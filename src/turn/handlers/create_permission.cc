@@ -66,6 +66,10 @@ void Server::handleCreatePermission(Request& req) {
     } else {
       a->permissions.push_back(Permission{ip, expires, {}, {}});
     }
+    // The kernel's entries for channels to this peer end with its permission: move them.
+    for (ChannelBinding& c : a->channels) {
+      if (c.peer.ip == ip) offerChannel(*a, c);
+    }
   }
   rearm(*a);
   respondSuccess(req);

@@ -40,6 +40,7 @@ void Server::handleRefresh(Request& req) {
   } else {
     lifetime = grantedLifetime(req.message);
     a->expires = req.now.mono + lifetime;
+    offerChannels(*a);  // the kernel's entries end with the allocation: move them
     rearm(*a);
   }
   respond(req, stun::MessageClass::kSuccessResponse, [&](stun::MessageBuilder& b) {

@@ -17,6 +17,7 @@ inline constexpr std::string_view kLabelDirection = "direction";  // "rx" | "tx"
 inline constexpr std::string_view kLabelReason = "reason";
 inline constexpr std::string_view kLabelMethod = "method";
 inline constexpr std::string_view kLabelEvent = "event";
+inline constexpr std::string_view kLabelOutcome = "outcome";
 
 inline constexpr std::array<std::string_view, 1> kListener{kLabelListener};
 inline constexpr std::array<std::string_view, 2> kListenerDirection{kLabelListener,
@@ -24,6 +25,7 @@ inline constexpr std::array<std::string_view, 2> kListenerDirection{kLabelListen
 inline constexpr std::array<std::string_view, 2> kListenerReason{kLabelListener, kLabelReason};
 inline constexpr std::array<std::string_view, 1> kMethod{kLabelMethod};
 inline constexpr std::array<std::string_view, 2> kListenerEvent{kLabelListener, kLabelEvent};
+inline constexpr std::array<std::string_view, 1> kOutcome{kLabelOutcome};
 
 // reason values of kAllocationsRejectedTotal: the TURN error each one answers with.
 namespace reject_reason {
@@ -187,6 +189,47 @@ inline constexpr MetricSpec kPeerConnectionsTotal{
     .label_names = kListenerEvent,
 };
 
+inline constexpr MetricSpec kOffloadRelayedPacketsTotal{
+    .name = "kturn_offload_relayed_packets_total",
+    .help = "Of kturn_relayed_packets_total: packets the eBPF fast path relayed in the kernel",
+    .type = MetricType::kCounter,
+    .label_names = kListenerDirection,
+};
+
+inline constexpr MetricSpec kOffloadRelayedBytesTotal{
+    .name = "kturn_offload_relayed_bytes_total",
+    .help = "Of kturn_relayed_bytes_total: bytes the eBPF fast path relayed in the kernel",
+    .type = MetricType::kCounter,
+    .label_names = kListenerDirection,
+};
+
+inline constexpr MetricSpec kOffloadChannels{
+    .name = "kturn_offload_channels",
+    .help = "Channels the eBPF fast path relays now",
+    .type = MetricType::kGauge,
+    .label_names = {},
+};
+
+// outcome values of kOffloadDatagramsTotal, indexed by bpf/kturn_offload.h's kturn_offload_stat.
+inline constexpr std::array<std::string_view, 9> kOffloadOutcomes{
+    "to_peer",    // ChannelData relayed to its peer
+    "to_client",  // a peer's datagram relayed to its client
+    "no_entry",   // ChannelData of a channel the kernel does not hold: to kturnd
+    "expired",    // an entry past its expiry: to kturnd
+    "length",     // ChannelData length not the datagram's (padding): to kturnd
+    "ip",         // IPv4 options or fragment, IPv6 extension header: to kturnd
+    "size",       // oversize or GSO: to kturnd
+    "route",      // no route, forwarding off, MTU, family change: to kturnd
+    "aborted",    // a kernel helper failed half-way: dropped
+};
+
+inline constexpr MetricSpec kOffloadDatagramsTotal{
+    .name = "kturn_offload_datagrams_total",
+    .help = "Datagrams the eBPF fast path looked at, by what it did with them",
+    .type = MetricType::kCounter,
+    .label_names = kOutcome,
+};
+
 inline constexpr MetricSpec kRequestDurationSeconds{
     .name = "kturn_request_duration_seconds",
     .help = "Time to handle a STUN/TURN request, from receipt to response, by method",
@@ -199,11 +242,13 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 12> kAllSeries{
-    &kAllocationsCreatedTotal,  &kAllocationsExpiredTotal,  &kAllocationsEndedTotal,
-    &kAllocationsRejectedTotal, &kPermissionsRejectedTotal, &kAuthFailuresTotal,
-    &kRelayedBytesTotal,        &kRelayedPacketsTotal,      &kDropsTotal,
-    &kConnectionsClosedTotal,   &kPeerConnectionsTotal,     &kRequestDurationSeconds,
+inline constexpr std::array<const MetricSpec*, 16> kAllSeries{
+    &kAllocationsCreatedTotal,    &kAllocationsExpiredTotal,  &kAllocationsEndedTotal,
+    &kAllocationsRejectedTotal,   &kPermissionsRejectedTotal, &kAuthFailuresTotal,
+    &kRelayedBytesTotal,          &kRelayedPacketsTotal,      &kDropsTotal,
+    &kConnectionsClosedTotal,     &kPeerConnectionsTotal,     &kRequestDurationSeconds,
+    &kOffloadRelayedPacketsTotal, &kOffloadRelayedBytesTotal, &kOffloadChannels,
+    &kOffloadDatagramsTotal,
 };
 
 }  // namespace kturn::admin::kturn_series

@@ -76,13 +76,18 @@ std::vector<FieldSpec> adminFields() {
        .default_value = text(kDefaultOffloadEngine),
        .values = {std::begin(kOffloadEngines), std::end(kOffloadEngines)},
        .any_case = true,
-       .description = "STUNner's eBPF offload: validated and shown in `/status`; kturnd does no "
-                      "offload.",
+       .description = "The eBPF fast path ([offload.md](offload.md)): bound UDP channels relayed "
+                      "in the kernel. `TC`: TC ingress on every interface; `XDP`: XDP in the "
+                      "driver; `Auto`: XDP on NICs that have it, TC elsewhere; `None`: user space "
+                      "only. Changing it at run time attaches or detaches; where loading fails "
+                      "(no privilege) kturnd logs once and relays in user space.",
        .sample = R"("XDP")"},
       {.path = "admin.offload_interfaces",
        .type = FieldType::kStringList,
        .format = "interface names",
-       .description = "Interfaces to offload on; empty: all. Sorted on load.",
+       .description = "Interfaces to attach the eBPF fast path to (those clients and peers reach "
+                      "kturnd on); empty: every interface present when the config is applied. "
+                      "Sorted on load.",
        .sample = R"(["eth0"])"},
       {.path = "admin.license_config",
        .type = FieldType::kObject,

@@ -430,6 +430,7 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
     }
   }
   spdlog::info("config {} from {}", first ? "loaded" : "applied", loaded_.description);
+  applyOffload(admin);
   lock.unlock();
 
   // Admin servers take mutex_ in their handlers: (re)start them outside it. The data plane
@@ -440,6 +441,18 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
   }
   health_.setReady();
   return {};
+}
+
+void Daemon::applyOffload(const config::Admin& admin) {
+  xdp::OffloadMaps* maps = offload_.reconcile(admin.offload_engine, admin.offload_interfaces);
+  if (maps == offload_maps_) return;
+  offload_maps_ = maps;
+  // Each worker gets a range of counter slots of its own, an even number (two per channel).
+  const uint32_t slots = maps != nullptr ? maps->counterSlots() : 0;
+  const uint32_t share = slots / static_cast<uint32_t>(workers_.size()) & ~1u;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    workers_[w]->setOffload(maps, static_cast<uint32_t>(w) * share, share);
+  }
 }
 
 void Daemon::dnsLoop() {
@@ -491,7 +504,10 @@ WorkerStats Daemon::collectStats() {
     total.send_syscalls += s.send_syscalls;
     total.receive_syscalls += s.receive_syscalls;
     total.request_times += s.request_times;
+    total.offload_channels += s.offload_channels;
   }
+  std::lock_guard lock(mutex_);
+  total.offload_outcomes = offload_.outcomes();
   return total;
 }
 

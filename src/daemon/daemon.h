@@ -20,6 +20,7 @@
 #include "daemon/config_source.h"
 #include "daemon/dataplane_builder.h"
 #include "daemon/file_watcher.h"
+#include "daemon/offload_manager.h"
 #include "daemon/reservation_pool.h"
 #include "daemon/worker.h"
 
@@ -84,6 +85,8 @@ class Daemon {
   void reloadAndLog();  // SIGHUP and the file watcher
   // (Re)starts the admin servers if `admin`'s endpoints differ from the running ones.
   Result<void> reconcileAdmin(const config::Admin& admin);
+  // admin.offload_engine / offload_interfaces; with mutex_ held.
+  void applyOffload(const config::Admin& admin);
   void stopAdmin();
   nlohmann::json statusDocument();
   // Serves until no allocation is left, the grace period ends, or `stop` is signalled.
@@ -96,6 +99,9 @@ class Daemon {
   DnsCache dns_;  // guarded by mutex_
   DataplanePtr dataplane_;
   ReservationPool reservations_;
+  // The eBPF fast path; before workers_, whose channel offloaders write its maps until they go.
+  OffloadManager offload_;  // guarded by mutex_
+  xdp::OffloadMaps* offload_maps_ = nullptr;
   std::vector<std::unique_ptr<Worker>> workers_;
   admin::HealthState health_;
   std::unique_ptr<admin::AdminServer> health_server_;

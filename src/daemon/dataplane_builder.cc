@@ -130,6 +130,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     turn::ListenerPolicy policy;
     policy.id = spec.id;
     policy.name = l.name;
+    policy.offloadable = spec.protocol == TransportProtocol::kUdp && !spec.tls;  // TURN-UDP
     for (const std::string& route : l.routes) {
       const config::Cluster* cluster = config.findCluster(route);
       if (cluster == nullptr) continue;  // a dangling route admits nothing, as in STUNner

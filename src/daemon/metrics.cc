@@ -7,6 +7,7 @@
 #include "admin/kturn_metrics.h"
 #include "admin/process_metrics.h"
 #include "admin/stunner_metrics.h"
+#include "kturn_offload.h"
 
 namespace kturn::daemon {
 namespace {
@@ -52,6 +53,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   auto drops = admin::familyOf(ks::kDropsTotal);
   auto closed = admin::familyOf(ks::kConnectionsClosedTotal);
   auto peer_connections = admin::familyOf(ks::kPeerConnectionsTotal);
+  auto offload_packets = admin::familyOf(ks::kOffloadRelayedPacketsTotal);
+  auto offload_bytes = admin::familyOf(ks::kOffloadRelayedBytesTotal);
   for (const ListenerSpec& l : dataplane.listeners) {
     const ListenerTraffic& t = at(stats.traffic, l.id);
     const turn::ServerStats& s = at(stats.turn_by_listener, l.id);
@@ -119,6 +122,16 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                                      static_cast<double>(s.client_bytes_relayed)});
     relayed_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
                                      static_cast<double>(s.peer_bytes_relayed)});
+    if (l.protocol == TransportProtocol::kUdp && !l.tls) {  // TURN-UDP: what the kernel can relay
+      offload_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionRx),
+                                         static_cast<double>(s.offload_packets_to_peer)});
+      offload_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
+                                         static_cast<double>(s.offload_packets_to_client)});
+      offload_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionRx),
+                                       static_cast<double>(s.offload_bytes_to_peer)});
+      offload_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
+                                       static_cast<double>(s.offload_bytes_to_client)});
+    }
     for (const auto& [reason, value] :
          {std::pair{ks::drop_reason::kNoPermission, s.drop_no_permission},
           std::pair{ks::drop_reason::kPeerNotAllowed, s.drop_peer_denied},
@@ -181,10 +194,38 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     h.sum = times.seconds[m];
     durations.histograms.push_back(std::move(h));
   }
-  for (auto* f :
-       {&connections, &connections_total, &packets, &bytes, &cluster_packets, &cluster_bytes,
-        &created, &expired, &ended, &rejected, &permissions_rejected, &auth, &relayed_packets,
-        &relayed_bytes, &drops, &closed, &peer_connections, &durations}) {
+  // The eBPF fast path: channels it holds, and what its program did (daemon-wide).
+  auto offload_channels = admin::familyOf(ks::kOffloadChannels);
+  offload_channels.samples.push_back({{}, static_cast<double>(stats.offload_channels)});
+  auto offload_outcomes = admin::familyOf(ks::kOffloadDatagramsTotal);
+  static_assert(ks::kOffloadOutcomes.size() == KTURN_STAT_COUNT);
+  for (size_t i = 0; i < ks::kOffloadOutcomes.size(); ++i) {
+    const uint64_t value = i < stats.offload_outcomes.size() ? stats.offload_outcomes[i] : 0;
+    offload_outcomes.samples.push_back(
+        {labels({{ks::kLabelOutcome, ks::kOffloadOutcomes[i]}}), static_cast<double>(value)});
+  }
+  for (auto* f : {&connections,
+                  &connections_total,
+                  &packets,
+                  &bytes,
+                  &cluster_packets,
+                  &cluster_bytes,
+                  &created,
+                  &expired,
+                  &ended,
+                  &rejected,
+                  &permissions_rejected,
+                  &auth,
+                  &relayed_packets,
+                  &relayed_bytes,
+                  &drops,
+                  &closed,
+                  &peer_connections,
+                  &offload_packets,
+                  &offload_bytes,
+                  &offload_channels,
+                  &offload_outcomes,
+                  &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

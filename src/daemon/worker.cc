@@ -69,6 +69,7 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
   server_->setSessionObserver(&session_log_);
   loop_.addTicker(std::chrono::milliseconds(250), [this] {
     const turn::Now t = now();
+    collectOffloaded();
     server_->onTick(t);
     relays_.links().sweep(t.mono);
     for (const auto& l : listeners_) {
@@ -238,8 +239,36 @@ void Worker::removeListener(turn::ListenerId id) {
   server_->closeListener(id, now());
 }
 
+void Worker::setOffload(xdp::OffloadMaps* maps, uint32_t first_slot, uint32_t slots) {
+  post([this, maps, first_slot, slots] {
+    if (offloader_) {
+      collectOffloaded();
+      // Keep what the kernel relayed on the listeners' counters.
+      const auto& relayed = offloader_->listenerTraffic();
+      server_->setChannelOffload(nullptr);  // withdraws every channel: their last counts
+      for (size_t id = 0; id < relayed.size(); ++id) {
+        static_cast<turn::TrafficCounters&>(traffic(static_cast<turn::ListenerId>(id))) +=
+            relayed[id];
+      }
+      offloader_.reset();
+    }
+    if (maps == nullptr) return;
+    offloader_ = std::make_unique<ChannelOffloader>(*maps, first_slot, slots);
+    server_->setChannelOffload(offloader_.get());
+  });
+}
+
+void Worker::collectOffloaded() {
+  if (!offloader_) return;
+  offloader_->collect(
+      [this](const FiveTuple& five_tuple, uint16_t channel, const turn::OffloadedTraffic& t) {
+        server_->onOffloadedTraffic(five_tuple, channel, t);
+      });
+}
+
 void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
   post([this, done = std::move(done)] {
+    collectOffloaded();
     WorkerStats s = io_stats_;
     s.turn = server_->stats();
     s.turn_by_listener = server_->statsByListener();
@@ -257,6 +286,14 @@ void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
       t.closed_framing = ls.closed_framing;
     }
     s.traffic = traffic_;
+    if (offloader_) {
+      const auto& relayed = offloader_->listenerTraffic();
+      if (s.traffic.size() < relayed.size()) s.traffic.resize(relayed.size());
+      for (size_t id = 0; id < relayed.size(); ++id) {
+        static_cast<turn::TrafficCounters&>(s.traffic[id]) += relayed[id];
+      }
+      s.offload_channels = offloader_->size();
+    }
     s.allocations = server_->allocationCount();
     s.datagrams_sent = tx_.sent();
     s.send_dropped = tx_.dropped();

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "daemon/channel_offloader.h"
 #include "daemon/dataplane.h"
 #include "daemon/dtls_listener.h"
 #include "daemon/relay_sockets.h"
@@ -68,6 +69,8 @@ struct WorkerStats {
   uint64_t send_syscalls = 0;
   uint64_t receive_syscalls = 0;
   RequestTimes request_times;
+  uint64_t offload_channels = 0;           // channels the kernel fast path holds now
+  std::vector<uint64_t> offload_outcomes;  // the program's kturn_stats (daemon-wide, not summed)
 };
 
 class Worker {
@@ -108,6 +111,10 @@ class Worker {
                    std::vector<turn::ListenerId> removed);
   // A copy of the worker's counters, taken on its thread; `done` runs there too.
   void collectStats(std::function<void(const WorkerStats&)> done);
+  // Hands this worker's qualifying channels to the kernel fast path through `maps`, with counter
+  // slots [first_slot, first_slot + slots); null takes them all back. Any thread: runs on the
+  // worker's. `maps` must outlive the worker or a later setOffload(nullptr).
+  void setOffload(xdp::OffloadMaps* maps, uint32_t first_slot, uint32_t slots);
   // Every worker of the daemon, indexed by Options::index, this one included: where a
   // ConnectionBind goes when another worker's core owns its CONNECTION-ID (RFC 6062). Set once,
   // before start().
@@ -158,12 +165,15 @@ class Worker {
     return traffic_[id];
   }
   turn::Now now() const;
+  // Counts what the kernel relayed for this worker's channels into its core.
+  void collectOffloaded();
 
   Options options_;
   DataplanePtr dataplane_;
   net::EventLoop loop_;
   RelaySockets relays_;
   SessionLog session_log_;
+  std::unique_ptr<ChannelOffloader> offloader_;  // before server_, which points at it
   std::unique_ptr<turn::Server> server_;
   std::vector<std::unique_ptr<Listener>> listeners_;  // stable addresses for the callbacks
   net::UdpReceiveBatch rx_;

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
+#include <net/if.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,13 @@ Error errnoError(std::string_view what, int err) {
 // its predecessor's filter instead of stacking a second one.
 constexpr uint32_t kTcHandle = 0x6b74;  // "kt"
 constexpr uint32_t kTcPriority = 1;
+
+// Whether `ifindex` is backed by a device (a NIC): sysfs links those to their bus device.
+bool isHardware(int ifindex) {
+  char name[IF_NAMESIZE] = {};
+  if (::if_indextoname(static_cast<unsigned>(ifindex), name) == nullptr) return false;
+  return ::access(fmt::format("/sys/class/net/{}/device", name).c_str(), F_OK) == 0;
+}
 
 }  // namespace
 
@@ -121,7 +129,10 @@ Result<Engine> OffloadProgram::attach(int ifindex, Engine engine) {
       if (auto r = attachXdp(ifindex); !r) return r.error();
       break;
     case Engine::kAuto:
-      if (attachXdp(ifindex)) {
+      // XDP only on hardware: a virtual interface (veth, loopback) carries packets of local
+      // senders whose UDP checksum is still to be completed (CHECKSUM_PARTIAL), a state XDP
+      // frames lose; TC keeps it.
+      if (isHardware(ifindex) && attachXdp(ifindex)) {
         engine = Engine::kXdp;
         break;
       }

@@ -24,7 +24,7 @@ enum class Engine : uint8_t {
   kNone,  // user space only
   kTc,    // TC ingress (clsact): every interface, including veth and loopback
   kXdp,   // XDP in the driver; fails where the driver has no XDP support
-  kAuto,  // XDP in the driver where it works, TC elsewhere
+  kAuto,  // XDP in the driver of a NIC where it works, TC elsewhere (virtual interfaces too)
 };
 
 // Parses "None", "TC", "XDP", "Auto" (case-insensitive, as STUNner).
@@ -48,6 +48,8 @@ class OffloadProgram {
 
   // Attaches to interface `ifindex` with `engine` (not kNone); returns the engine used, which
   // for kAuto is kXdp or kTc. Attaching an interface twice replaces the first attachment.
+  // kXdp on a virtual interface (veth) is allowed but relays correctly only packets whose UDP
+  // checksum is complete: not those of local senders with checksum offload (see kAuto).
   Result<Engine> attach(int ifindex, Engine engine);
   // Detaches from one interface; unknown interfaces are ignored.
   void detach(int ifindex);

@@ -422,12 +422,15 @@ TEST_F(OffloadAttachTest, XdpAttachesInDriverModeWhereTheDriverHasIt) {
   EXPECT_EQ(xdpProgramId(kc), 0u);
 }
 
-TEST_F(OffloadAttachTest, AutoTakesXdpOnVethAndTcOnLoopback) {
+TEST_F(OffloadAttachTest, AutoTakesTcOnVirtualInterfaces) {
+  // veth has XDP in its driver, but its local senders' packets may carry a checksum still to be
+  // completed, which XDP frames lose: Auto keeps XDP for NICs.
   int kp = TestNetns::ifindex("kp");
   auto on_veth = program_->attach(kp, Engine::kAuto);
   ASSERT_TRUE(on_veth) << on_veth.error().message;
-  EXPECT_EQ(*on_veth, Engine::kXdp);
-  auto on_lo = program_->attach(1, Engine::kAuto);  // loopback has no XDP driver mode
+  EXPECT_EQ(*on_veth, Engine::kTc);
+  EXPECT_EQ(xdpProgramId(kp), 0u);
+  auto on_lo = program_->attach(1, Engine::kAuto);
   ASSERT_TRUE(on_lo) << on_lo.error().message;
   EXPECT_EQ(*on_lo, Engine::kTc);
   EXPECT_TRUE(tcAttached(1));

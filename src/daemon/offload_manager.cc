@@ -1,0 +1,115 @@
+#include "daemon/offload_manager.h"
+
+#include <net/if.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace kturn::daemon {
+namespace {
+
+struct Interface {
+  int index;
+  std::string name;
+};
+
+// The configured interfaces that exist, or every interface for an empty list.
+std::vector<Interface> interfacesFor(const std::vector<std::string>& names,
+                                     std::vector<std::string>& missing) {
+  std::vector<Interface> out;
+  if (names.empty()) {
+    if (struct if_nameindex* all = ::if_nameindex()) {
+      for (struct if_nameindex* i = all; i->if_index != 0; ++i) {
+        out.push_back({static_cast<int>(i->if_index), i->if_name});
+      }
+      ::if_freenameindex(all);
+    }
+    return out;
+  }
+  for (const std::string& name : names) {
+    const unsigned index = ::if_nametoindex(name.c_str());
+    if (index == 0) {
+      missing.push_back(name);
+    } else {
+      out.push_back({static_cast<int>(index), name});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void OffloadManager::warnOnce(const std::string& message) {
+  if (warned_.insert(message).second) spdlog::warn("{}", message);
+}
+
+xdp::OffloadMaps* OffloadManager::reconcile(const std::string& engine_text,
+                                            const std::vector<std::string>& names) {
+  auto engine = xdp::parseEngine(engine_text);
+  if (!engine || *engine == xdp::Engine::kNone) {
+    if (program_ && !program_->attachments().empty()) {
+      program_->detachAll();
+      spdlog::info("offload: detached; relaying in user space");
+    }
+    described_ = "None";
+    return nullptr;
+  }
+  if (!program_) {
+    auto loaded = xdp::OffloadProgram::load({});
+    if (!loaded) {
+      warnOnce(loaded.error().message + "; relaying in user space");
+      return nullptr;
+    }
+    program_ = std::move(*loaded);
+    maps_ = std::make_unique<xdp::KernelMaps>(*program_);
+  }
+
+  std::vector<std::string> missing;
+  const std::vector<Interface> wanted = interfacesFor(names, missing);
+  for (const std::string& name : missing) {
+    warnOnce("offload: no interface " + name + " (admin.offload_interfaces); not offloaded there");
+  }
+  // Detach what is no longer wanted, then attach (again, if the engine changed) what is.
+  std::vector<xdp::OffloadProgram::Attachment> before = program_->attachments();
+  for (const auto& a : before) {
+    const bool keep = std::any_of(wanted.begin(), wanted.end(),
+                                  [&](const Interface& i) { return i.index == a.ifindex; });
+    if (!keep) program_->detach(a.ifindex);
+  }
+  for (const Interface& i : wanted) {
+    const auto& now = program_->attachments();
+    auto it =
+        std::find_if(now.begin(), now.end(), [&](const auto& a) { return a.ifindex == i.index; });
+    const bool same = it != now.end() && (*engine == xdp::Engine::kAuto || it->engine == *engine);
+    if (same) continue;
+    if (auto attached = program_->attach(i.index, *engine); !attached) {
+      warnOnce(attached.error().message + " (" + i.name + "); relaying in user space there");
+    }
+  }
+  const std::string now = describe();
+  if (now != described_) spdlog::info("offload: {}", now);
+  described_ = now;
+  return program_->attachments().empty() ? nullptr : maps_.get();
+}
+
+std::vector<uint64_t> OffloadManager::outcomes() const {
+  return program_ ? program_->stats() : std::vector<uint64_t>{};
+}
+
+std::string OffloadManager::describe() const {
+  if (!program_ || program_->attachments().empty()) return "None";
+  std::string tc, xdp;
+  for (const auto& a : program_->attachments()) {
+    char name[IF_NAMESIZE] = {};
+    std::string n =
+        ::if_indextoname(static_cast<unsigned>(a.ifindex), name) ? name : std::to_string(a.ifindex);
+    std::string& list = a.engine == xdp::Engine::kXdp ? xdp : tc;
+    list += (list.empty() ? "" : ", ") + n;
+  }
+  std::string out;
+  if (!xdp.empty()) out += "XDP on " + xdp;
+  if (!tc.empty()) out += (out.empty() ? "" : "; ") + std::string("TC on ") + tc;
+  return out;
+}
+
+}  // namespace kturn::daemon

@@ -1,0 +1,44 @@
+// OffloadManager: admin.offload_engine and admin.offload_interfaces (STUNner's dataplane config)
+// made real. Loads the eBPF fast path (xdp::OffloadProgram) the first time a config asks for it,
+// attaches it to the configured interfaces, follows later configs (other interfaces, another
+// engine, None: detached), and falls back to user-space relaying, with one log line, where the
+// kernel or the privileges do not allow it. Called by the daemon's control thread only.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "xdp/kernel_maps.h"
+#include "xdp/offload_program.h"
+
+namespace kturn::daemon {
+
+class OffloadManager {
+ public:
+  OffloadManager() = default;
+  OffloadManager(const OffloadManager&) = delete;
+  OffloadManager& operator=(const OffloadManager&) = delete;
+
+  // Applies one config's offload settings (validated: engine is None, TC, XDP or Auto;
+  // interfaces empty means every interface). Returns the maps workers hand channels to, or null
+  // when nothing is attached.
+  xdp::OffloadMaps* reconcile(const std::string& engine,
+                              const std::vector<std::string>& interfaces);
+
+  // The program's outcome counters (kturn_offload_stat), empty while none is loaded.
+  std::vector<uint64_t> outcomes() const;
+  // "TC on lo, eth0", "None": for the log.
+  std::string describe() const;
+
+ private:
+  void warnOnce(const std::string& message);
+
+  std::unique_ptr<xdp::OffloadProgram> program_;  // loaded on first use, kept
+  std::unique_ptr<xdp::KernelMaps> maps_;
+  std::set<std::string> warned_;    // messages logged already
+  std::string described_ = "None";  // what the log said last
+};
+
+}  // namespace kturn::daemon

@@ -1,0 +1,367 @@
+#!/usr/bin/python3
+"""kturnd's eBPF fast path end to end, in three network namespaces this test creates.
+
+    client ns           kturnd ns                         peer ns
+    c0 10.201.1.2 <---> s0 10.201.1.1 (TURN-UDP :3478)
+                        s1 10.201.2.1           <--->     p0 10.201.2.2 (turnutils_peer :3480)
+
+kturnd runs with `offload_engine: TC` (or XDP, --engine) on s0 and s1. A TURN client in the
+client namespace (harness.TurnClient) allocates, binds a channel to coturn's turnutils_peer
+and sends ChannelData of many sizes; the peer echoes every datagram. The test checks:
+
+  * every echo comes back byte for byte;
+  * the kernel relayed all of it: kturn_offload_relayed_packets_total grew by the count each
+    way while kturnd's user-space share (kturn_relayed_packets_total minus the offloaded part)
+    stayed flat, and kturn_offload_channels is 1;
+  * deleting the allocation (Refresh 0) withdraws the channel: later ChannelData is not
+    relayed by the kernel (no echo, offload counters flat, kturnd counts them as dropped);
+  * the same payloads relayed in user space (the config switched to `offload_engine: None`
+    and reloaded with SIGHUP, which detaches the program) come back identical;
+  * no UDP checksum error in the client or peer namespace. With --no-tx-checksum the senders
+    compute their checksums in software (ethtool -K tx off), so the receivers verify the
+    checksums the program updated; otherwise veth carries CHECKSUM_PARTIAL packets, the case
+    the program keeps its headers in place for.
+
+Needs root (network namespaces, BPF): exits 77 (skipped, with the reason) without it.
+Network safety: all traffic stays inside the three namespaces, which are deleted at the end.
+"""
+
+import argparse
+import ctypes
+import os
+import random
+import re
+import signal
+import struct
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from typing import Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+
+SKIP = 77
+CLIENT_IP, LISTENER_IP = "10.201.1.2", "10.201.1.1"
+RELAY_SIDE_IP, PEER_IP = "10.201.2.1", "10.201.2.2"
+LISTENER = (LISTENER_IP, 3478)
+PEER = (PEER_IP, 3480)
+METRICS = f"http://{LISTENER_IP}:9090/metrics"
+CHANNEL = 0x4000
+PAYLOADS = 300
+
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+
+
+def run(*argv: str) -> None:
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        raise h.TestFailure(f"{' '.join(argv)}: exit {r.returncode}: {r.stdout.strip()}")
+
+
+@contextmanager
+def in_netns(name: str):
+    """Runs the block (this thread) in network namespace `name`; sockets made there stay there."""
+    root = os.open("/proc/self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if _libc.setns(target, CLONE_NEWNET) != 0:
+            raise h.TestFailure(f"setns({name}): {os.strerror(ctypes.get_errno())}")
+        yield
+    finally:
+        _libc.setns(root, CLONE_NEWNET)
+        os.close(root)
+        os.close(target)
+
+
+class Namespaces:
+    def __init__(self) -> None:
+        tag = f"{os.getpid()}"
+        self.client, self.server, self.peer = (f"kto-{r}-{tag}" for r in ("c", "s", "p"))
+
+    def create(self) -> None:
+        for ns in (self.client, self.server, self.peer):
+            run("ip", "netns", "add", ns)
+            h.register_cleanup(lambda ns=ns: subprocess.run(["ip", "netns", "del", ns]))
+            run("ip", "-n", ns, "link", "set", "lo", "up")
+        run("ip", "link", "add", "c0", "netns", self.client, "type", "veth", "peer", "name", "s0",
+            "netns", self.server)
+        run("ip", "link", "add", "s1", "netns", self.server, "type", "veth", "peer", "name", "p0",
+            "netns", self.peer)
+        for ns, dev, cidr in ((self.client, "c0", f"{CLIENT_IP}/24"),
+                              (self.server, "s0", f"{LISTENER_IP}/24"),
+                              (self.server, "s1", f"{RELAY_SIDE_IP}/24"),
+                              (self.peer, "p0", f"{PEER_IP}/24")):
+            run("ip", "-n", ns, "addr", "add", cidr, "dev", dev)
+            run("ip", "-n", ns, "link", "set", dev, "up")
+        run("ip", "-n", self.client, "route", "add", "default", "via", LISTENER_IP)
+        run("ip", "-n", self.peer, "route", "add", "default", "via", RELAY_SIDE_IP)
+        # bpf_fib_lookup() routes only for interfaces that forward.
+        run("ip", "netns", "exec", self.server, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+
+    def ethtool(self, ns: str, dev: str, *settings: str) -> None:
+        run("ip", "netns", "exec", ns, "ethtool", "-K", dev, *settings)
+
+
+def attached_programs(ns: str) -> str:
+    """What is attached to s0 and s1 in namespace `ns`: XDP programs (`prog/xdp` in ip's
+    details) and TC ingress filters (kturn's is named kturn_tc); empty when nothing is."""
+    found = []
+    for dev in ("s0", "s1"):
+        link = subprocess.run(["ip", "-n", ns, "-d", "link", "show", "dev", dev],
+                              stdout=subprocess.PIPE, text=True).stdout
+        if "prog/xdp" in link:
+            found.append(f"{dev}: XDP ({link.strip().splitlines()[-1].strip()})")
+        tc = subprocess.run(["tc", "-n", ns, "filter", "show", "dev", dev, "ingress"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+        if "kturn_tc" in tc:
+            found.append(f"{dev}: TC ({tc.strip()})")
+    return "\n".join(found)
+
+
+def udp_checksum_errors(ns: str) -> int:
+    with in_netns(ns):
+        with open("/proc/net/snmp") as f:
+            lines = [line.split() for line in f if line.startswith("Udp:")]
+    header, values = lines[0], lines[1]
+    return int(values[header.index("InCsumErrors")])
+
+
+def scrape() -> str:
+    with urllib.request.urlopen(METRICS, timeout=5) as r:
+        return r.read().decode()
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The sum of `name`'s samples whose labels include `labels`."""
+    total = 0.0
+    for m in re.finditer(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", text, re.M):
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(m.group(2))
+    return total
+
+
+class Counts:
+    """What kturnd says it relayed (both ways), and how much of it the kernel did."""
+
+    def __init__(self, server_ns: str) -> None:
+        with in_netns(server_ns):
+            text = scrape()
+        self.relayed = {d: metric(text, "kturn_relayed_packets_total", direction=d)
+                        for d in ("rx", "tx")}
+        self.offloaded = {d: metric(text, "kturn_offload_relayed_packets_total", direction=d)
+                          for d in ("rx", "tx")}
+        self.channels = metric(text, "kturn_offload_channels")
+        self.dropped_no_allocation = metric(text, "kturn_drops_total", reason="no_allocation")
+        self.outcomes = {m.group(1): float(m.group(2)) for m in re.finditer(
+            r'^kturn_offload_datagrams_total\{outcome="(\w+)"\} (\S+)$', text, re.M)}
+
+    def user_space(self, d: str) -> float:
+        return self.relayed[d] - self.offloaded[d]
+
+
+def wait_for_log(proc: h.Proc, pattern: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(pattern, proc.output())
+        if m:
+            return m.group(0)
+        if not proc.running():
+            break
+        time.sleep(0.1)
+    raise h.TestFailure(f"kturnd never logged /{pattern}/ within {timeout:.0f} s")
+
+
+def payloads() -> List[bytes]:
+    """Distinct payloads (an index up front) of sizes 4 to 1200, odd ones included."""
+    rng = random.Random(6062)
+    sizes = [4, 5, 7, 100, 101, 1199, 1200] + [rng.randint(4, 1200) for _ in range(PAYLOADS - 7)]
+    return [struct.pack("!I", i) + rng.randbytes(n - 4) for i, n in enumerate(sizes)]
+
+
+def exchange(client: h.TurnClient, data: List[bytes], expect: bool) -> Dict[int, bytes]:
+    """Sends every payload as unpadded ChannelData (as browsers do over UDP) and collects the
+    echoes by index. Paced in bursts of 20 so no socket buffer overflows."""
+    echoes: Dict[int, bytes] = {}
+    for start in range(0, len(data), 20):
+        for p in data[start:start + 20]:
+            client.sock.sendto(struct.pack("!HH", CHANNEL, len(p)) + p, LISTENER)
+        for pkt in client.drain(0.05 if expect else 0.02):
+            if h.is_channel_data(pkt):
+                (channel, length), body = struct.unpack("!HH", pkt[:4]), pkt[4:]
+                h.check(channel == CHANNEL, f"echo on channel {channel:#x}")
+                h.check(length == len(body), f"echo length {length} != {len(body)} bytes")
+                echoes[struct.unpack("!I", body[:4])[0]] = body
+    deadline = time.monotonic() + (3.0 if expect else 1.0)
+    while (not expect or len(echoes) < len(data)) and time.monotonic() < deadline:
+        for pkt in client.drain(0.1):
+            if h.is_channel_data(pkt):
+                body = pkt[4:]
+                echoes[struct.unpack("!I", body[:4])[0]] = body
+    return echoes
+
+
+def body(args: argparse.Namespace, workdir: str) -> None:
+    ns = Namespaces()
+    ns.create()
+    if args.no_tx_checksum:
+        ns.ethtool(ns.client, "c0", "tx", "off")
+        ns.ethtool(ns.peer, "p0", "tx", "off")
+    if args.engine == "XDP":
+        # A veth delivers redirected XDP frames only to a peer with NAPI on (GRO, or XDP).
+        ns.ethtool(ns.client, "c0", "gro", "on")
+        ns.ethtool(ns.peer, "p0", "gro", "on")
+
+    peer = h.Proc("turnutils_peer", ["ip", "netns", "exec", ns.peer, "turnutils_peer", "-L",
+                                     PEER_IP, "-p", str(PEER[1])], workdir)
+    h.register_log(peer.log_path)
+    peer.start()
+
+    config = {
+        "version": "v1",
+        "admin": {"name": "offload", "loglevel": "all:INFO", "healthcheck_endpoint": "",
+                  "metrics_endpoint": METRICS, "offload_engine": args.engine,
+                  "offload_interfaces": ["s0", "s1"]},
+        "auth": {"type": "static", "realm": h.REALM,
+                 "credentials": {"username": h.STATIC_USER, "password": h.STATIC_PASS}},
+        "listeners": [{"name": "udp", "protocol": "TURN-UDP", "address": LISTENER_IP,
+                       "port": LISTENER[1], "min_relay_port": 20000, "max_relay_port": 20999,
+                       "routes": ["media"]}],
+        "clusters": [{"name": "media", "type": "STATIC", "endpoints": [f"{PEER_IP}/32"]}],
+    }
+    config_path = os.path.join(workdir, "config.yaml")
+
+    def write_config() -> None:
+        with open(config_path, "w") as f:
+            f.write(h.to_yaml(config) + "\n")
+
+    write_config()
+    h.register_log(config_path)
+    kturnd = h.Proc("kturnd", ["ip", "netns", "exec", ns.server, os.path.abspath(args.kturnd),
+                               "-c", f"file://{config_path}"], workdir)
+    h.register_log(kturnd.log_path)
+    kturnd.start()
+    with in_netns(ns.client):
+        deadline = time.monotonic() + 10
+        while h.stun_binding_probe(LISTENER, timeout=0.2) is None:
+            h.check(time.monotonic() < deadline and kturnd.running(),
+                    "kturnd did not answer a STUN Binding request within 10 s")
+    attached = wait_for_log(kturnd, r"offload: .*|relaying in user space")
+    h.check(f"{args.engine} on" in attached and "s0" in attached and "s1" in attached,
+            f"kturnd did not attach {args.engine} to s0 and s1: '{attached}'")
+
+    data = payloads()
+    # ---- relayed by the kernel ----
+    with in_netns(ns.client):
+        client = h.TurnClient(LISTENER, h.STATIC_USER, h.STATIC_PASS, local_host=CLIENT_IP)
+    h.register_cleanup(client.close)
+    client.allocate()
+    resp = client.channel_bind(CHANNEL, PEER)
+    h.check(resp.cls == h.SUCCESS, f"ChannelBind: {resp.describe()}")
+    # One round trip first, not counted: XDP leaves a peer whose neighbour entry is not resolved
+    # yet to the stack (kturnd sends it, the kernel resolves the address), where TC resolves it.
+    h.check(len(exchange(client, [struct.pack("!I", 1 << 31)], expect=True)) == 1,
+            "no echo of the first ChannelData")
+    before = Counts(ns.server)
+    kernel_echoes = exchange(client, data, expect=True)
+    after = Counts(ns.server)
+    h.check(len(kernel_echoes) == len(data),
+            f"offloaded: {len(kernel_echoes)}/{len(data)} echoes came back; the program's "
+            f"outcomes: {after.outcomes}")
+    for i, p in enumerate(data):
+        h.check(kernel_echoes[i] == p, f"offloaded: echo {i} differs from what was sent")
+    for d in ("rx", "tx"):
+        grown = after.offloaded[d] - before.offloaded[d]
+        h.check(grown == len(data), f"kturn_offload_relayed_packets_total{{direction={d}}} grew "
+                                    f"by {grown:.0f}, expected {len(data)}")
+        h.check(after.user_space(d) == before.user_space(d),
+                f"user space relayed {after.user_space(d) - before.user_space(d):.0f} packets "
+                f"({d}) while the kernel held the channel")
+    h.check(after.channels == 1, f"kturn_offload_channels is {after.channels:.0f}, expected 1")
+    print(f"offloaded: {len(data)} payloads each way by the kernel, 0 by kturnd")
+
+    # ---- withdrawn with the allocation ----
+    resp = client.refresh(0)
+    h.check(resp.cls == h.SUCCESS, f"Refresh(0): {resp.describe()}")
+    late = exchange(client, data[:20], expect=False)
+    gone = Counts(ns.server)
+    h.check(not late, f"{len(late)} echoes came back after the allocation was deleted")
+    h.check(gone.offloaded == after.offloaded,
+            f"the kernel relayed after the allocation ended: {gone.offloaded} vs {after.offloaded}")
+    h.check(gone.channels == 0, f"kturn_offload_channels is {gone.channels:.0f} after Refresh(0)")
+    h.check(gone.dropped_no_allocation - after.dropped_no_allocation == 20,
+            "kturnd did not count the 20 late ChannelData as dropped (no allocation)")
+    print("withdrawn: after Refresh(0) the kernel relays nothing and kturnd drops the rest")
+
+    # ---- the same through user space ----
+    config["admin"]["offload_engine"] = "None"
+    write_config()
+    os.kill(kturnd.proc.pid, signal.SIGHUP)
+    wait_for_log(kturnd, r"offload: detached")
+    with in_netns(ns.client):
+        plain = h.TurnClient(LISTENER, h.STATIC_USER, h.STATIC_PASS, local_host=CLIENT_IP)
+    h.register_cleanup(plain.close)
+    plain.allocate()
+    resp = plain.channel_bind(CHANNEL, PEER)
+    h.check(resp.cls == h.SUCCESS, f"ChannelBind: {resp.describe()}")
+    before = Counts(ns.server)
+    user_echoes = exchange(plain, data, expect=True)
+    after = Counts(ns.server)
+    h.check(len(user_echoes) == len(data),
+            f"user space: {len(user_echoes)}/{len(data)} echoes came back")
+    h.check(user_echoes == kernel_echoes,
+            "the echoes relayed in user space differ from those relayed by the kernel")
+    for d in ("rx", "tx"):
+        h.check(after.offloaded[d] == before.offloaded[d], "the kernel relayed with offload off")
+        h.check(after.user_space(d) - before.user_space(d) == len(data),
+                f"user space relayed {after.user_space(d) - before.user_space(d):.0f} packets "
+                f"({d}), expected {len(data)}")
+    print("user space: the same payloads, byte for byte")
+
+    for name in (ns.client, ns.peer):
+        errors = udp_checksum_errors(name)
+        h.check(errors == 0, f"{errors} UDP checksum errors in namespace {name}")
+
+    # ---- attached again at run time, detached at exit ----
+    config["admin"]["offload_engine"] = args.engine
+    write_config()
+    os.kill(kturnd.proc.pid, signal.SIGHUP)
+    wait_for_log(kturnd, rf"config applied(.|\n)*offload: {args.engine} on s0, s1")
+    h.check(attached_programs(ns.server).count(f": {args.engine} (") == 2,
+            f"not attached to s0 and s1 after the reload: '{attached_programs(ns.server)}'")
+    resp = plain.refresh(0)  # no allocation left: SIGTERM's drain ends at once
+    h.check(resp.cls == h.SUCCESS, f"Refresh(0): {resp.describe()}")
+    kturnd.proc.send_signal(signal.SIGTERM)
+    h.check(kturnd.wait(10) == 0, "kturnd did not exit cleanly")
+    left = attached_programs(ns.server)
+    h.check(not left, f"kturnd left its program attached:\n{left}")
+    print("detached: kturnd's exit leaves no program on s0 or s1")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    h.add_server_args(p)
+    p.add_argument("--engine", choices=("TC", "XDP"), default="TC")
+    p.add_argument("--no-tx-checksum", action="store_true",
+                   help="senders compute UDP checksums in software (ethtool -K tx off)")
+    args, _ = p.parse_known_args()
+    if os.geteuid() != 0 or not os.path.isdir("/proc/sys/net"):
+        print("SKIP: needs root for network namespaces and BPF")
+        sys.exit(SKIP)
+    probe = subprocess.run(["ip", "netns", "add", f"kto-probe-{os.getpid()}"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if probe.returncode != 0:
+        print(f"SKIP: cannot create a network namespace: {probe.stdout.strip()}")
+        sys.exit(SKIP)
+    subprocess.run(["ip", "netns", "del", f"kto-probe-{os.getpid()}"])
+    suffix = "-csum" if args.no_tx_checksum else ""
+    h.run_test(f"offload-{args.engine.lower()}{suffix}", body, p)
+
+
+if __name__ == "__main__":
+    main()

@@ -414,8 +414,10 @@ static __always_inline int decide(void* data, void* data_end, const struct packe
 /* ---- TC ---------------------------------------------------------------------------------- */
 
 /* Moves `len` bytes of the skb from `from` to `to` (|from - to| = 4), in chunks through the
- * per-CPU scratch buffer: front to back when moving down, back to front when moving up. */
-static __always_inline int moveData(struct __sk_buff* skb, __u32 from, __u32 to, __u32 len) {
+ * per-CPU scratch buffer: front to back when moving down, back to front when moving up.
+ * A global function: the verifier checks its loop once, not once per inlined call site, which
+ * keeps loading the program fast. */
+__attribute__((noinline)) int moveData(struct __sk_buff* skb, __u32 from, __u32 to, __u32 len) {
   __u32 zero = 0;
   struct chunk* buf = bpf_map_lookup_elem(&kturn_scratch, &zero);
   if (!buf) return -1;

@@ -1,6 +1,8 @@
 #include "echo_peer.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -57,18 +59,40 @@ Result<int> bindSocket(const TransportAddress& at, TransportAddress& bound) {
 
 EchoPeer::~EchoPeer() { stop(); }
 
-Result<void> EchoPeer::start(const TransportAddress& bind, size_t threads) {
+Result<void> EchoPeer::start(const TransportAddress& bind, size_t threads,
+                             const std::string& netns) {
   threads = std::max<size_t>(threads, 1);
+  // Sockets belong to the namespace they are made in, whichever thread uses them later.
+  int home = -1;
+  if (!netns.empty()) {
+    home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    const int target = ::open(netns.c_str(), O_RDONLY | O_CLOEXEC);
+    const bool entered = home >= 0 && target >= 0 && ::setns(target, CLONE_NEWNET) == 0;
+    if (target >= 0) ::close(target);
+    if (!entered) {
+      if (home >= 0) ::close(home);
+      return makeError(Error::Code::kIo, "cannot enter network namespace " + netns + ": " +
+                                             std::strerror(errno));
+    }
+  }
+  auto leave = [&] {
+    if (home < 0) return;
+    (void)::setns(home, CLONE_NEWNET);
+    ::close(home);
+    home = -1;
+  };
   TransportAddress at = bind;
   for (size_t i = 0; i < threads; ++i) {
     auto fd = bindSocket(at, address_);
     if (!fd) {
+      leave();
       stop();
       return fd.error();
     }
     fds_.push_back(*fd);
     at.port = address_.port;  // the other sockets join the first one's port
   }
+  leave();
   counters_ = std::vector<Counters>(threads);
   for (size_t i = 0; i < threads; ++i) {
     threads_.emplace_back([this, i] { serve(fds_[i], counters_[i]); });

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,7 +22,9 @@ class EchoPeer {
   EchoPeer& operator=(const EchoPeer&) = delete;
 
   // Binds (port 0: the kernel picks one, shared by every thread's socket) and starts the threads.
-  Result<void> start(const TransportAddress& bind, size_t threads);
+  // With `netns` (a path such as /run/netns/NAME), the sockets are made in that network
+  // namespace; the calling thread returns to its own before this returns.
+  Result<void> start(const TransportAddress& bind, size_t threads, const std::string& netns = {});
   void stop();
 
   TransportAddress address() const { return address_; }

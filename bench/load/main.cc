@@ -80,7 +80,7 @@ int run(BenchOptions& o) {
   if (o.peer) {
     peer_address = *o.peer;
   } else if (builtin_peer) {
-    if (auto ok = peer.start(o.peer_bind, o.peer_threads); !ok) {
+    if (auto ok = peer.start(o.peer_bind, o.peer_threads, o.peer_netns); !ok) {
       std::fprintf(stderr, "kturn-bench: echo peer: %s\n", ok.error().message.c_str());
       return 1;
     }
@@ -304,9 +304,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   app.add_option("--peer", peer, "external UDP echo peer IP:port (default: built-in)");
   app.add_option("--peer-bind", peer_bind, "built-in echo peer address (default 127.0.0.1:0)");
+  app.add_option("--peer-netns", o.peer_netns,
+                 "network namespace (/run/netns/NAME) the built-in echo peer's sockets live in");
   std::string client_bind;
   app.add_option("--client-bind", client_bind,
-                 "loopback address the clients' sockets bind (default 127.0.0.1 or ::1)");
+                 "address the clients' sockets bind (default 127.0.0.1 or ::1)");
   app.add_option("--lifetime", o.lifetime, "requested allocation lifetime, s");
   app.add_option("--refresh-after", o.refresh_after,
                  "seconds from allocation (or refresh) to the next Refresh (0: lifetime/2, "

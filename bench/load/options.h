@@ -55,6 +55,10 @@ struct BenchOptions {
   size_t peer_threads = 1;               // built-in echo peer threads (SO_REUSEPORT sockets)
   std::optional<TransportAddress> peer;  // external echo peer; else the built-in one
   TransportAddress peer_bind;            // where the built-in peer listens (port 0: any)
+  // The network namespace (a path such as /run/netns/NAME) the built-in peer's sockets are made
+  // in; empty: the generator's own. For bench/compare's offload scenario, where client, server
+  // and peer sit in namespaces of their own.
+  std::string peer_netns;
   // Source address of the clients' sockets (default: loopback of the server's family). A soak
   // gives each run its own (127.0.0.x), so a new client's 5-tuple never meets an allocation an
   // earlier run abandoned, and failed authentications of one run never throttle the next.

@@ -53,6 +53,8 @@ bool ChannelOffloader::offer(const turn::Allocation& a, const turn::ChannelBindi
   auto it = entries_.find(key);
   const bool fresh = it == entries_.end();
   if (fresh && free_slots_.empty()) return false;
+  // A config change offers every channel again: one that did not move costs no system call.
+  if (!fresh && it->second.expires_ns == monotonicNs(until)) return true;
 
   // The relayed address of the peer's family (a dual allocation has two).
   const TransportAddress& relayed =
@@ -80,6 +82,7 @@ bool ChannelOffloader::offer(const turn::Allocation& a, const turn::ChannelBindi
   cv.peer_port = htons(channel.peer.port);
   cv.counter = e.slot;
   cv.expires_ns = monotonicNs(until);
+  e.expires_ns = cv.expires_ns;
 
   kturn_peer_key& pk = e.to_client_key;
   putAddress(pk.peer_addr, channel.peer.ip);

@@ -60,6 +60,7 @@ class ChannelOffloader final : public turn::ChannelOffload {
     FiveTuple five_tuple;
     turn::ListenerId listener;
     uint32_t slot;  // client -> peer; slot + 1: peer -> client
+    uint64_t expires_ns;
     kturn_counter seen_to_peer;
     kturn_counter seen_to_client;
   };

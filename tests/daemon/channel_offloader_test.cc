@@ -111,6 +111,14 @@ TEST_F(ChannelOffloaderTest, OfferingAgainMovesTheExpiryAndKeepsTheSlots) {
   EXPECT_EQ(maps_.peers.begin()->second.expires_ns, 500'000'000'000ull);
 }
 
+TEST_F(ChannelOffloaderTest, OfferingAnUnmovedChannelAgainWritesNothing) {
+  ChannelOffloader offloader(maps_, 0, 8);
+  ASSERT_TRUE(offloader.offer(allocation_, channel_, at(300)));
+  maps_.channels.clear();  // would come back if the offer wrote again
+  EXPECT_TRUE(offloader.offer(allocation_, channel_, at(300)));
+  EXPECT_TRUE(maps_.channels.empty());
+}
+
 TEST_F(ChannelOffloaderTest, CollectReportsGrowthOnceAndWithdrawReturnsTheRest) {
   ChannelOffloader offloader(maps_, 0, 8);
   maps_.counters[0] = {5, 500};  // counted before this channel had the slot: not its traffic

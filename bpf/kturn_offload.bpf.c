@@ -63,6 +63,10 @@ struct {
   __type(value, __u64);
 } kturn_stats SEC(".maps");
 
+/* The largest payload relayed, set by the loader before loading (read-only afterwards, so the
+ * verifier sees a constant); tests lower it to reach the oversize case. */
+const volatile __u32 max_payload = KTURN_OFFLOAD_MAX_PAYLOAD;
+
 /* TC's copy buffer: a map value, not the 512-byte stack. Twice the chunk, so that the mask the
  * verifier needs to bound a chunk's length (below) stays inside it. */
 #define KTURN_CHUNK 512
@@ -393,7 +397,7 @@ static __always_inline int decide(void* data, void* data_end, const struct packe
     d->stat = KTURN_STAT_PASS_EXPIRED;
     return 0;
   }
-  if (p->payload_len > KTURN_OFFLOAD_MAX_PAYLOAD - CHANNEL_HLEN) {
+  if (p->payload_len > max_payload - CHANNEL_HLEN) {
     d->stat = KTURN_STAT_PASS_SIZE;
     return 0;
   }
@@ -492,7 +496,7 @@ int kturn_tc(struct __sk_buff* skb) {
     if (d.stat != KTURN_STAT_COUNT) count(d.stat);
     return TC_ACT_OK;
   }
-  if (skb->gso_segs > 1 || p.payload_len > KTURN_OFFLOAD_MAX_PAYLOAD) {
+  if (skb->gso_segs > 1 || p.payload_len > max_payload) {
     count(KTURN_STAT_PASS_SIZE);
     return TC_ACT_OK;
   }
@@ -582,7 +586,7 @@ int kturn_xdp(struct xdp_md* ctx) {
   }
   /* The payload must be in the frame as the UDP header says (no multi-buffer frames). */
   if (data + p.l4 + UDP_HLEN + p.payload_len > data_end ||
-      p.payload_len > KTURN_OFFLOAD_MAX_PAYLOAD) {
+      p.payload_len > max_payload) {
     count(KTURN_STAT_PASS_SIZE);
     return XDP_PASS;
   }

@@ -24,7 +24,7 @@ packages=(
   # (tests/support/k8s_api_server) is Python with PyYAML and makes its certificate with openssl
   python3-yaml openssl
   # tools the tests use
-  iproute2 procps ethtool
+  iproute2 procps ethtool libcap2-bin
 )
 
 missing=()

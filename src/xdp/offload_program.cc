@@ -88,9 +88,14 @@ Result<std::unique_ptr<OffloadProgram>> OffloadProgram::load(const ProgramOption
   std::call_once(print_once, [] { libbpf_set_print(printLibbpf); });
   if (options.max_channels == 0)
     return makeError(Error::Code::kInvalidArgument, "offload: max_channels must be positive");
+  if (options.max_payload < 8 || options.max_payload > KTURN_OFFLOAD_MAX_PAYLOAD) {
+    return makeError(Error::Code::kInvalidArgument,
+                     fmt::format("offload: max_payload must be 8-{}", KTURN_OFFLOAD_MAX_PAYLOAD));
+  }
 
   kturn_offload* skel = kturn_offload__open();
   if (skel == nullptr) return errnoError("offload: opening the BPF object", errno);
+  skel->rodata->max_payload = options.max_payload;
   int err = bpf_map__set_max_entries(skel->maps.kturn_channels, options.max_channels);
   if (err == 0) err = bpf_map__set_max_entries(skel->maps.kturn_peers, options.max_channels);
   if (err == 0) err = bpf_map__set_max_entries(skel->maps.kturn_counters, 2 * options.max_channels);

@@ -34,6 +34,8 @@ std::string_view toString(Engine engine);
 struct ProgramOptions {
   // Entries of each of the channel and peer maps: the channels the kernel relays at once.
   uint32_t max_channels = KTURN_OFFLOAD_DEFAULT_ENTRIES;
+  // The largest UDP payload relayed (at most KTURN_OFFLOAD_MAX_PAYLOAD); larger go to kturnd.
+  uint32_t max_payload = KTURN_OFFLOAD_MAX_PAYLOAD;
 };
 
 class OffloadProgram {

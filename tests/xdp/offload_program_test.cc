@@ -132,6 +132,9 @@ class OffloadProgramTest : public ::testing::TestWithParam<Engine> {
   }
 
   RunResult run(const Bytes& frame, const char* ifname) {
+    return run(frame, ifname, tc() ? program_->tcProgramFd() : program_->xdpProgramFd());
+  }
+  RunResult run(const Bytes& frame, const char* ifname, int fd, uint32_t gso_segs = 0) {
     RunResult r;
     r.out.resize(frame.size() + 256);
     LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame.data(), .data_out = r.out.data(),
@@ -141,6 +144,8 @@ class OffloadProgramTest : public ::testing::TestWithParam<Engine> {
     xdp_md xdp{};
     if (tc()) {
       skb.ifindex = static_cast<uint32_t>(TestNetns::ifindex(ifname));
+      skb.gso_segs = gso_segs;
+      if (gso_segs > 1) skb.gso_size = static_cast<uint32_t>(frame.size() / gso_segs);
       opts.ctx_in = &skb;
       opts.ctx_size_in = sizeof(skb);
     } else {
@@ -149,7 +154,6 @@ class OffloadProgramTest : public ::testing::TestWithParam<Engine> {
       opts.ctx_in = &xdp;
       opts.ctx_size_in = sizeof(xdp);
     }
-    int fd = tc() ? program_->tcProgramFd() : program_->xdpProgramFd();
     int err = bpf_prog_test_run_opts(fd, &opts);
     EXPECT_EQ(err, 0) << "BPF_PROG_TEST_RUN: " << std::strerror(-err);
     r.verdict = opts.retval;
@@ -457,6 +461,53 @@ TEST(OffloadEngineTest, ParsesStunnersNames) {
   EXPECT_NE(bad.error().message.find("None, TC, XDP or Auto"), std::string::npos);
 }
 
+TEST_P(OffloadProgramTest, APayloadOverTheLimitIsLeftToKturnd) {
+  auto small = OffloadProgram::load({.max_channels = 4, .max_payload = 1000});
+  ASSERT_TRUE(small) << small.error().message;
+  KernelMaps maps(**small);
+  const Endpoint client{kClient.ip, 41000};
+  kturn_channel_key ck{};
+  auto c = client.mapped(), s = kListener.mapped(), r = kRelay.mapped(), p = kPeer.mapped();
+  std::memcpy(ck.client_addr, c.data(), 16);
+  std::memcpy(ck.server_addr, s.data(), 16);
+  ck.client_port = htons(client.port);
+  ck.server_port = htons(kListener.port);
+  ck.channel = htons(kChannel);
+  kturn_channel_value cv{};
+  std::memcpy(cv.relay_addr, r.data(), 16);
+  std::memcpy(cv.peer_addr, p.data(), 16);
+  cv.relay_port = htons(kRelay.port);
+  cv.peer_port = htons(kPeer.port);
+  cv.expires_ns = monotonicNs() + kMinute;
+  ASSERT_TRUE(maps.putChannel(ck, cv));
+  for (size_t size : {996u, 997u}) {  // a UDP payload of 1000 bytes relays, 1001 does not
+    Bytes frame =
+        fromClient(client, kListener, testing::channelData(kChannel, testing::data(size)));
+    RunResult out = run(frame, "kc", tc() ? (*small)->tcProgramFd() : (*small)->xdpProgramFd());
+    if (size == 996) {
+      EXPECT_EQ(out.verdict, redirected());
+    } else {
+      EXPECT_EQ(out.verdict, passed());
+      EXPECT_EQ(out.out, frame);
+    }
+  }
+  EXPECT_EQ((*small)->stats()[KTURN_STAT_PASS_SIZE], 1u);
+}
+
+// XDP frames are never GSO packets: TC only.
+class OffloadTcOnlyTest : public OffloadProgramTest {};
+
+TEST_P(OffloadTcOnlyTest, AGsoPacketIsLeftToKturnd) {
+  bindV4();
+  Bytes frame = fromClient(kClient, kListener, testing::channelData(kChannel, testing::data(100)));
+  RunResult r = run(frame, "kc", program_->tcProgramFd(), /*gso_segs=*/2);
+  EXPECT_EQ(r.verdict, passed());
+  EXPECT_EQ(r.out, frame);
+  EXPECT_EQ(statDelta(KTURN_STAT_PASS_SIZE), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tc, OffloadTcOnlyTest, ::testing::Values(Engine::kTc),
+                         [](const auto& info) { return std::string(toString(info.param)); });
 INSTANTIATE_TEST_SUITE_P(Engines, OffloadProgramTest, ::testing::Values(Engine::kTc, Engine::kXdp),
                          [](const auto& info) { return std::string(toString(info.param)); });
 

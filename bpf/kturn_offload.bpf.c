@@ -415,6 +415,21 @@ static __always_inline int decide(void* data, void* data_end, const struct packe
   return 1;
 }
 
+/* Parses and decides: 1 for a datagram to relay (p, r, d filled); 0 for one to leave, its
+ * reason counted. */
+static __always_inline int classify(void* data, void* data_end, struct packet* p,
+                                    struct rewrite* r, struct decision* d) {
+  int parsed = parse(data, data_end, p);
+  if (parsed == PARSE_IGNORE) return 0;
+  if (parsed == PARSE_PASS_IP) {
+    count(KTURN_STAT_PASS_IP);
+    return 0;
+  }
+  if (decide(data, data_end, p, r, d)) return 1;
+  if (d->stat != KTURN_STAT_COUNT) count(d->stat);
+  return 0;
+}
+
 /* ---- TC ---------------------------------------------------------------------------------- */
 
 /* Moves `len` bytes of the skb from `from` to `to` (|from - to| = 4), in chunks through the
@@ -484,18 +499,9 @@ int kturn_tc(struct __sk_buff* skb) {
   void* data_end = (void*)(long)skb->data_end;
 
   struct packet p = {};
-  int parsed = parse(data, data_end, &p);
-  if (parsed == PARSE_IGNORE) return TC_ACT_OK;
-  if (parsed == PARSE_PASS_IP) {
-    count(KTURN_STAT_PASS_IP);
-    return TC_ACT_OK;
-  }
   struct rewrite r = {};
   struct decision d = {};
-  if (!decide(data, data_end, &p, &r, &d)) {
-    if (d.stat != KTURN_STAT_COUNT) count(d.stat);
-    return TC_ACT_OK;
-  }
+  if (!classify(data, data_end, &p, &r, &d)) return TC_ACT_OK;
   if (skb->gso_segs > 1 || p.payload_len > max_payload) {
     count(KTURN_STAT_PASS_SIZE);
     return TC_ACT_OK;
@@ -572,18 +578,9 @@ int kturn_xdp(struct xdp_md* ctx) {
   void* data = (void*)(long)ctx->data;
   void* data_end = (void*)(long)ctx->data_end;
   struct packet p = {};
-  int parsed = parse(data, data_end, &p);
-  if (parsed == PARSE_IGNORE) return XDP_PASS;
-  if (parsed == PARSE_PASS_IP) {
-    count(KTURN_STAT_PASS_IP);
-    return XDP_PASS;
-  }
   struct rewrite r = {};
   struct decision d = {};
-  if (!decide(data, data_end, &p, &r, &d)) {
-    if (d.stat != KTURN_STAT_COUNT) count(d.stat);
-    return XDP_PASS;
-  }
+  if (!classify(data, data_end, &p, &r, &d)) return XDP_PASS;
   /* The payload must be in the frame as the UDP header says (no multi-buffer frames). */
   if (data + p.l4 + UDP_HLEN + p.payload_len > data_end ||
       p.payload_len > max_payload) {

@@ -205,6 +205,17 @@ def exchange(client: h.TurnClient, data: List[bytes], expect: bool) -> Dict[int,
     return echoes
 
 
+def bound_client(ns: Namespaces) -> h.TurnClient:
+    """A TURN client in the client namespace with an allocation and CHANNEL bound to PEER."""
+    with in_netns(ns.client):
+        client = h.TurnClient(LISTENER, h.STATIC_USER, h.STATIC_PASS, local_host=CLIENT_IP)
+    h.register_cleanup(client.close)
+    client.allocate()
+    resp = client.channel_bind(CHANNEL, PEER)
+    h.check(resp.cls == h.SUCCESS, f"ChannelBind: {resp.describe()}")
+    return client
+
+
 def body(args: argparse.Namespace, workdir: str) -> None:
     ns = Namespaces()
     ns.create()
@@ -256,12 +267,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
 
     data = payloads()
     # ---- relayed by the kernel ----
-    with in_netns(ns.client):
-        client = h.TurnClient(LISTENER, h.STATIC_USER, h.STATIC_PASS, local_host=CLIENT_IP)
-    h.register_cleanup(client.close)
-    client.allocate()
-    resp = client.channel_bind(CHANNEL, PEER)
-    h.check(resp.cls == h.SUCCESS, f"ChannelBind: {resp.describe()}")
+    client = bound_client(ns)
     # One round trip first, not counted: XDP leaves a peer whose neighbour entry is not resolved
     # yet to the stack (kturnd sends it, the kernel resolves the address), where TC resolves it.
     h.check(len(exchange(client, [struct.pack("!I", 1 << 31)], expect=True)) == 1,
@@ -302,12 +308,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     write_config()
     os.kill(kturnd.proc.pid, signal.SIGHUP)
     wait_for_log(kturnd, r"offload: detached")
-    with in_netns(ns.client):
-        plain = h.TurnClient(LISTENER, h.STATIC_USER, h.STATIC_PASS, local_host=CLIENT_IP)
-    h.register_cleanup(plain.close)
-    plain.allocate()
-    resp = plain.channel_bind(CHANNEL, PEER)
-    h.check(resp.cls == h.SUCCESS, f"ChannelBind: {resp.describe()}")
+    plain = bound_client(ns)
     before = Counts(ns.server)
     user_echoes = exchange(plain, data, expect=True)
     after = Counts(ns.server)

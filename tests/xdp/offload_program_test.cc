@@ -51,6 +51,26 @@ std::string& setupError() {
   return error;
 }
 
+// The client -> peer entry of a channel (counter slot 0).
+std::pair<kturn_channel_key, kturn_channel_value> channelEntry(
+    const Endpoint& client, const Endpoint& server, uint16_t channel, const Endpoint& relay,
+    const Endpoint& peer, uint64_t expires_ns) {
+  kturn_channel_key ck{};
+  auto c = client.mapped(), s = server.mapped(), r = relay.mapped(), p = peer.mapped();
+  std::memcpy(ck.client_addr, c.data(), 16);
+  std::memcpy(ck.server_addr, s.data(), 16);
+  ck.client_port = htons(client.port);
+  ck.server_port = htons(server.port);
+  ck.channel = htons(channel);
+  kturn_channel_value cv{};
+  std::memcpy(cv.relay_addr, r.data(), 16);
+  std::memcpy(cv.peer_addr, p.data(), 16);
+  cv.relay_port = htons(relay.port);
+  cv.peer_port = htons(peer.port);
+  cv.expires_ns = expires_ns;
+  return {ck, cv};
+}
+
 struct RunResult {
   uint32_t verdict = ~0u;
   Bytes out;
@@ -91,24 +111,13 @@ class OffloadProgramTest : public ::testing::TestWithParam<Engine> {
 
   void bindChannel(const Endpoint& client, const Endpoint& server, uint16_t channel,
                    const Endpoint& relay, const Endpoint& peer, uint64_t expires_ns) {
-    kturn_channel_key ck{};
-    auto c = client.mapped(), s = server.mapped(), r = relay.mapped(), p = peer.mapped();
-    std::memcpy(ck.client_addr, c.data(), 16);
-    std::memcpy(ck.server_addr, s.data(), 16);
-    ck.client_port = htons(client.port);
-    ck.server_port = htons(server.port);
-    ck.channel = htons(channel);
-    kturn_channel_value cv{};
-    std::memcpy(cv.relay_addr, r.data(), 16);
-    std::memcpy(cv.peer_addr, p.data(), 16);
-    cv.relay_port = htons(relay.port);
-    cv.peer_port = htons(peer.port);
+    auto [ck, cv] = channelEntry(client, server, channel, relay, peer, expires_ns);
     cv.counter = kChannelSlot;
-    cv.expires_ns = expires_ns;
     ASSERT_TRUE(maps_->putChannel(ck, cv));
     channels_.emplace_back(ck, cv);
 
     kturn_peer_key pk{};
+    auto c = client.mapped(), s = server.mapped(), r = relay.mapped(), p = peer.mapped();
     std::memcpy(pk.peer_addr, p.data(), 16);
     std::memcpy(pk.relay_addr, r.data(), 16);
     pk.peer_port = htons(peer.port);
@@ -466,19 +475,7 @@ TEST_P(OffloadProgramTest, APayloadOverTheLimitIsLeftToKturnd) {
   ASSERT_TRUE(small) << small.error().message;
   KernelMaps maps(**small);
   const Endpoint client{kClient.ip, 41000};
-  kturn_channel_key ck{};
-  auto c = client.mapped(), s = kListener.mapped(), r = kRelay.mapped(), p = kPeer.mapped();
-  std::memcpy(ck.client_addr, c.data(), 16);
-  std::memcpy(ck.server_addr, s.data(), 16);
-  ck.client_port = htons(client.port);
-  ck.server_port = htons(kListener.port);
-  ck.channel = htons(kChannel);
-  kturn_channel_value cv{};
-  std::memcpy(cv.relay_addr, r.data(), 16);
-  std::memcpy(cv.peer_addr, p.data(), 16);
-  cv.relay_port = htons(kRelay.port);
-  cv.peer_port = htons(kPeer.port);
-  cv.expires_ns = monotonicNs() + kMinute;
+  auto [ck, cv] = channelEntry(client, kListener, kChannel, kRelay, kPeer, monotonicNs() + kMinute);
   ASSERT_TRUE(maps.putChannel(ck, cv));
   for (size_t size : {996u, 997u}) {  // a UDP payload of 1000 bytes relays, 1001 does not
     Bytes frame =

@@ -35,6 +35,7 @@ class FakeRelays : public turn::RelayAllocator {
   }
   void bindConnection(turn::ConnectionId, const FiveTuple&) override {}
   void closeConnection(turn::ConnectionId) override {}
+  turn::ConnectionTraffic takeConnectionTraffic(turn::ConnectionId) override { return {}; }
 
  private:
   uint32_t next_ = 1;

@@ -148,6 +148,7 @@ void PeerLinks::join(turn::ConnectionId id, std::unique_ptr<StreamListener::Conn
   c.in = {};
   c.in_used = 0;
   if (!l.early.empty() && !queueForClient(c, l.early)) return drop(id, true);
+  l.uncounted.to_client += l.early.size();
   l.early = {};
   if (!loop_.add(c.fd.get(), EPOLLIN, [this, id](uint32_t events) { onClientEvent(id, events); })) {
     return drop(id, true);  // `client` closes here, the peer connection in drop()
@@ -231,6 +232,7 @@ bool PeerLinks::pump(Link& l, bool client_readable, bool peer_readable) {
       if (from_peer > 0 && !queueForClient(c, {scratch_.data(), static_cast<size_t>(from_peer)})) {
         return false;
       }
+      if (from_peer > 0) l.uncounted.to_client += static_cast<uint64_t>(from_peer);
     }
     // Write both ways (also the last bytes before a close).
     while (l.to_peer.size() > 0) {
@@ -240,6 +242,7 @@ bool PeerLinks::pump(Link& l, bool client_readable, bool peer_readable) {
       if (n == 0) break;
       l.to_peer.head += static_cast<size_t>(n);
       stats_.to_peer_bytes += static_cast<uint64_t>(n);
+      l.uncounted.to_peer += static_cast<uint64_t>(n);
     }
     if (!flushClient(c, stats_.to_client_bytes)) return false;
     // A read that filled its room may have left more behind; a short one drained the socket.
@@ -302,12 +305,16 @@ void PeerLinks::sweep(turn::MonoTime now) {
 void PeerLinks::drop(turn::ConnectionId id, bool notify) {
   const auto it = links_.find(id);
   if (it == links_.end()) return;
-  std::unique_ptr<Link> link = std::move(it->second);
-  links_.erase(it);
-  loop_.remove(link->peer.get());
-  if (link->client) loop_.remove(link->client->fd.get());
+  loop_.remove(it->second->peer.get());
+  if (it->second->client) loop_.remove(it->second->client->fd.get());
+  // Told while the link is still here, so the core can take() its last counts.
   if (notify) callbacks_.on_closed(id);
-  // Both sockets close here.
+  links_.erase(id);  // both sockets close here
+}
+
+turn::ConnectionTraffic PeerLinks::take(turn::ConnectionId id) {
+  const auto it = links_.find(id);
+  return it == links_.end() ? turn::ConnectionTraffic{} : std::exchange(it->second->uncounted, {});
 }
 
 }  // namespace kturn::daemon

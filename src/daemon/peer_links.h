@@ -20,6 +20,7 @@
 #include "net/event_loop.h"
 #include "net/file_descriptor.h"
 #include "turn/ids.h"
+#include "turn/relay_allocator.h"
 #include "turn/time.h"
 
 namespace kturn::daemon {
@@ -65,6 +66,9 @@ class PeerLinks {
 
   size_t size() const { return links_.size(); }
   const PeerLinkStats& stats() const { return stats_; }
+  // Application bytes link `id` relayed since the last call (zero for unknown ids); during
+  // on_closed, still the closing link's.
+  turn::ConnectionTraffic take(turn::ConnectionId id);
 
  private:
   struct Link {
@@ -88,6 +92,7 @@ class PeerLinks {
     std::vector<uint8_t> early;
     std::unique_ptr<StreamListener::Connection> client;
     uint32_t client_events = 0;
+    turn::ConnectionTraffic uncounted;  // for take()
   };
 
   void onPeerEvent(turn::ConnectionId id, uint32_t events);

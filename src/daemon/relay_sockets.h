@@ -44,6 +44,9 @@ class RelaySockets : public turn::RelayAllocator {
     binds_.push_back({id, data});
   }
   void closeConnection(turn::ConnectionId id) override { links_.close(id); }
+  turn::ConnectionTraffic takeConnectionTraffic(turn::ConnectionId id) override {
+    return links_.take(id);
+  }
 
   // The binds the core made since the last takeBinds().
   bool hasBinds() const { return !binds_.empty(); }

@@ -70,6 +70,7 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
   loop_.addTicker(std::chrono::milliseconds(250), [this] {
     const turn::Now t = now();
     collectOffloaded();
+    server_->countConnectionTraffic();
     server_->onTick(t);
     relays_.links().sweep(t.mono);
     for (const auto& l : listeners_) {
@@ -269,6 +270,7 @@ void Worker::collectOffloaded() {
 void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
   post([this, done = std::move(done)] {
     collectOffloaded();
+    server_->countConnectionTraffic();
     WorkerStats s = io_stats_;
     s.turn = server_->stats();
     s.turn_by_listener = server_->statsByListener();

@@ -29,6 +29,12 @@ struct RelayRequest {
   TransportProtocol protocol = TransportProtocol::kUdp;
 };
 
+// Application bytes a peer connection relayed (RFC 6062), not yet counted by the core.
+struct ConnectionTraffic {
+  uint64_t to_peer = 0;    // from the client's data connection to the peer
+  uint64_t to_client = 0;  // from the peer to the client's data connection
+};
+
 struct RelayGrant {
   TransportAddress relayed;
   std::optional<uint64_t> reservation_token;  // set when reserve_next was honoured
@@ -62,6 +68,10 @@ class RelayAllocator {
   // Closes peer connection `id` (never bound in time). An allocation's close() closes all of
   // its connections. Must tolerate unknown ids.
   virtual void closeConnection(ConnectionId id) = 0;
+  // What peer connection `id` relayed since the last call (zero for unknown ids). The core
+  // asks a connection's last counts before it closes the connection or writes the session
+  // record, and the rest when the daemon calls Server::countConnectionTraffic().
+  virtual ConnectionTraffic takeConnectionTraffic(ConnectionId id) = 0;
 };
 
 }  // namespace kturn::turn

@@ -409,7 +409,10 @@ Seconds Server::grantedLifetime(const stun::MessageView& message) const {
 }
 
 void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const Now& now) {
-  withdrawChannels(allocation);  // first: the session record counts what the kernel relayed
+  // First, so that the session record counts them: what the kernel relayed for its channels,
+  // and what its peer connections (RFC 6062) relayed since last counted.
+  withdrawChannels(allocation);
+  for (const PeerConnection& c : allocation.connections) countConnection(allocation, c);
   if (observer_ != nullptr) observer_->onAllocationEnd(allocation, reason, now);
   relays_.close(allocation.id);  // with the allocation's peer connections
   for (const PeerConnection& c : allocation.connections) connection_owners_.erase(c.id);

@@ -97,6 +97,10 @@ class Server {
   // Peer connection `id`, or the client data connection bound to it, closed: the I/O layer
   // closed both. Its peer may be connected again.
   void onConnectionClosed(ConnectionId id);
+  // Counts the bytes every peer connection relayed since last asked (RelayAllocator::
+  // takeConnectionTraffic): into the allocation's session record, the listener's relayed bytes
+  // and the admitting TCP cluster's. Once a second or so, and before stats are read.
+  void countConnectionTraffic();
 
   // The method of the request the last onClientPacket() answered or refused (0 if the packet
   // was not a request): the daemon times request handling per method with it.
@@ -183,6 +187,8 @@ class Server {
   // RFC 6062: closes an allocation's peer connections whose ConnectionBind is overdue.
   void expireConnections(Allocation& allocation, MonoTime now);
   void forgetConnection(Allocation& allocation, ConnectionId id);
+  // Takes and counts what connection `c` of `allocation` relayed since last asked.
+  void countConnection(Allocation& allocation, const PeerConnection& c);
   ConnectionId nextConnectionId();
   void onAllocationTimer(AllocationId id, int64_t deadline, const Now& now);
 

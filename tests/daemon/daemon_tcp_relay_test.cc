@@ -266,6 +266,7 @@ TEST_F(DaemonTcpRelayTest, DataFlowsBetweenAClientAndATcpEchoPeerThroughConnectA
   // own the allocation and are handed over (each does with odds of one half; twenty rounds
   // all missing it would happen once in a million runs).
   constexpr int kRounds = 20;
+  uint64_t echoed = 0;
   for (int round = 0; round < kRounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     StreamClient control(server_);
@@ -280,6 +281,7 @@ TEST_F(DaemonTcpRelayTest, DataFlowsBetweenAClientAndATcpEchoPeerThroughConnectA
     const Bytes ping = bytesOf("ping " + std::to_string(round) + std::string(3000, 'x'));
     ASSERT_TRUE(sendAll(data->fd(), ping));
     EXPECT_EQ(readExactly(data->fd(), ping.size()), ping);
+    echoed += ping.size();
     // The peer saw the connection come from the relayed address (RFC 6062 §5.2).
     EXPECT_EQ(peer.sources().back(), relayed);
 
@@ -294,6 +296,9 @@ TEST_F(DaemonTcpRelayTest, DataFlowsBetweenAClientAndATcpEchoPeerThroughConnectA
   uint64_t handed_over = 0;
   for (const ListenerTraffic& t : stats.traffic) handed_over += t.handed_over;
   EXPECT_GT(handed_over, 0u) << "every data connection landed on its allocation's worker";
+  // The streams' bytes are relayed bytes (kturn_relayed_bytes_total), both ways.
+  EXPECT_EQ(stats.turn.client_bytes_relayed, echoed);
+  EXPECT_EQ(stats.turn.peer_bytes_relayed, echoed);
 }
 
 TEST_F(DaemonTcpRelayTest, PeersOutsideEveryTcpClusterAreRefusedAndAClosedPortIs447) {

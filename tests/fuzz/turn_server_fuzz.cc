@@ -201,6 +201,10 @@ class FakeRelays : public RelayAllocator {
   }
   void bindConnection(ConnectionId, const FiveTuple&) override { FUZZ_CHECK(false); }
   void closeConnection(ConnectionId) override { FUZZ_CHECK(false); }
+  ConnectionTraffic takeConnectionTraffic(ConnectionId) override {
+    FUZZ_CHECK(false);
+    return {};
+  }
 
   const std::map<uint32_t, Open>& open() const { return open_; }
   const Open* find(AllocationId id) const {

@@ -347,6 +347,45 @@ TEST_F(TcpAllocationTest, TheAllocationsEndClosesItsPeerConnections) {
   EXPECT_TRUE(relays_.closed_connections.empty());  // nothing left to time out
 }
 
+TEST_F(TcpAllocationTest, BytesAPeerConnectionRelayedAreCountedLikeRelayedDatagrams) {
+  struct EndObserver : SessionObserver {
+    void onAllocationEnd(const Allocation& a, SessionEnd, const Now&) override {
+      to_peers = a.bytes_to_peers;
+      to_client = a.bytes_to_client;
+    }
+    uint64_t to_peers = 0, to_client = 0;
+  } observer;
+  server_->setSessionObserver(&observer);
+  const ConnectionId id = connected(tcp_peer_);
+  ASSERT_EQ(connectionBind(id).cls(), stun::MessageClass::kSuccessResponse);
+
+  relays_.traffic[id] = {.to_peer = 1000, .to_client = 3000};
+  server_->countConnectionTraffic();
+  ServerStats s = server_->stats();
+  EXPECT_EQ(s.client_bytes_relayed, 1000u);
+  EXPECT_EQ(s.peer_bytes_relayed, 3000u);
+  EXPECT_EQ(s.client_packets_relayed + s.peer_packets_relayed, 0u);  // a stream has no packets
+  ASSERT_GT(server_->statsByCluster().size(), 2u);
+  EXPECT_EQ(server_->statsByCluster()[2].tx_bytes, 1000u);  // the admitting TCP cluster's
+  EXPECT_EQ(server_->statsByCluster()[2].rx_bytes, 3000u);
+
+  // Bytes not counted yet when the allocation ends go into its session record.
+  relays_.traffic[id] = {.to_peer = 5, .to_client = 7};
+  ASSERT_EQ(refresh(0).cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(observer.to_peers, 1005u);
+  EXPECT_EQ(observer.to_client, 3007u);
+  EXPECT_EQ(server_->stats().client_bytes_relayed, 1005u);
+}
+
+TEST_F(TcpAllocationTest, AClosingConnectionsLastBytesAreCounted) {
+  const ConnectionId id = connected(tcp_peer_);
+  ASSERT_EQ(connectionBind(id).cls(), stun::MessageClass::kSuccessResponse);
+  relays_.traffic[id] = {.to_peer = 40, .to_client = 60};
+  server_->onConnectionClosed(id);
+  EXPECT_EQ(server_->stats().client_bytes_relayed, 40u);
+  EXPECT_EQ(server_->stats().peer_bytes_relayed, 60u);
+}
+
 TEST_F(TcpAllocationTest, ConnectionIdsCarryTheOwningWorkerInTheirTopByte) {
   connection_prefix_ = 5;
   ServerConfig c = staticConfig();

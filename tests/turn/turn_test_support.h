@@ -63,6 +63,9 @@ class FakeRelays : public RelayAllocator {
     bound.push_back({id, data});
   }
   void closeConnection(ConnectionId id) override { closed_connections.push_back(id); }
+  ConnectionTraffic takeConnectionTraffic(ConnectionId id) override {
+    return std::exchange(traffic[id], {});
+  }
 
   struct Connecting {
     AllocationId allocation;
@@ -75,6 +78,7 @@ class FakeRelays : public RelayAllocator {
   std::vector<Connecting> connecting;
   std::vector<std::pair<ConnectionId, FiveTuple>> bound;
   std::vector<ConnectionId> closed_connections;
+  std::map<ConnectionId, ConnectionTraffic> traffic;  // what "the links" relayed, not yet taken
   bool ipv6 = false;
   bool ipv6_exhausted = false;
   uint16_t next_port = 49152;

@@ -174,7 +174,36 @@ void Server::onConnectionClosed(ConnectionId id) {
     connection_owners_.erase(owner);
     return;
   }
+  if (const PeerConnection* c = a->findConnection(id)) {
+    countFor(a->listener);
+    countConnection(*a, *c);  // its last bytes
+  }
   forgetConnection(*a, id);
+}
+
+void Server::countConnectionTraffic() {
+  for (const auto& [id, owner] : connection_owners_) {
+    Allocation* a = allocations_.find(owner);
+    const PeerConnection* c = a != nullptr ? a->findConnection(id) : nullptr;
+    if (c == nullptr || c->state != PeerConnection::State::kBound) continue;
+    countFor(a->listener);
+    countConnection(*a, *c);
+  }
+}
+
+void Server::countConnection(Allocation& a, const PeerConnection& c) {
+  const ConnectionTraffic t = relays_.takeConnectionTraffic(c.id);
+  if (t.to_peer == 0 && t.to_client == 0) return;
+  // A byte stream has no packets: bytes only, into the same counters as relayed datagrams.
+  a.bytes_to_peers += t.to_peer;
+  a.bytes_to_client += t.to_client;
+  cur_->client_bytes_relayed += t.to_peer;
+  cur_->peer_bytes_relayed += t.to_client;
+  const ListenerPolicy* policy = config_->listener(a.listener);
+  const PeerRange* range = policy != nullptr ? policy->admittingTcp(c.peer) : nullptr;
+  const ClusterId cluster = range != nullptr ? range->cluster : ClusterId{0};
+  countCluster(cluster, true, t.to_peer, 0);
+  countCluster(cluster, false, t.to_client, 0);
 }
 
 void Server::expireConnections(Allocation& allocation, MonoTime now) {

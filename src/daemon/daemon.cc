@@ -59,6 +59,7 @@ Daemon::Daemon(Options options) : options_(std::move(options)) {
   // A CONNECTION-ID names its worker in one byte (RFC 6062 hand-off between workers).
   options_.workers = std::min<size_t>(options_.workers, kMaxWorkers);
   builder_ = DataplaneBuilder(options_.workers);
+  builder_.setLifetimes(options_.permission_lifetime, options_.channel_lifetime);
   auto& key = options_.session_log.user_key;
   if (std::all_of(key.begin(), key.end(), [](uint8_t b) { return b == 0; })) {
     crypto::randomBytes(key);

@@ -49,6 +49,9 @@ class Daemon {
     // config (not ready) and apply every config the server pushes.
     bool watch = false;
     SessionLogOptions session_log;
+    // RFC 8656's permission (§9) and channel (§12) lifetimes, as coturn lets them be changed.
+    std::chrono::seconds permission_lifetime{300};
+    std::chrono::seconds channel_lifetime{600};
   };
 
   explicit Daemon(Options options);

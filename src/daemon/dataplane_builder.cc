@@ -96,6 +96,8 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   turn_config->auth_failures_per_window = static_cast<uint32_t>(limits.auth_failures);
   turn_config->auth_failure_window_seconds = limits.auth_failure_window;
   turn_config->lifetimes.nonce = turn::Seconds(limits.nonce_lifetime);
+  turn_config->lifetimes.permission = permission_lifetime_;
+  turn_config->lifetimes.channel = channel_lifetime_;
 
   auto dataplane = std::make_shared<Dataplane>();
   if (limits.max_connections > 0) {

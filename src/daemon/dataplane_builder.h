@@ -31,6 +31,13 @@ class DataplaneBuilder {
     interfaces_ = std::move(source);
   }
 
+  // Permission and channel lifetimes (RFC 8656 §9, §12: 300 s and 600 s), as coturn's
+  // --permission-lifetime and --channel-lifetime: kturnd's flags of the same names.
+  void setLifetimes(turn::Seconds permission, turn::Seconds channel) {
+    permission_lifetime_ = permission;
+    channel_lifetime_ = channel;
+  }
+
   // `config` must have passed config::validate().
   Result<DataplanePtr> build(const config::StunnerConfig& config, const DnsCache& dns);
 
@@ -51,6 +58,8 @@ class DataplaneBuilder {
     net::TlsContextPtr context;
   };
   size_t workers_;
+  turn::Seconds permission_lifetime_ = turn::Lifetimes{}.permission;
+  turn::Seconds channel_lifetime_ = turn::Lifetimes{}.channel;
   std::function<net::InterfaceAddresses()> interfaces_ = net::InterfaceAddresses::current;
   std::map<std::string, TlsEntry> tls_;  // by listener name
   std::map<std::string, turn::ListenerId> ids_;

@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   std::string id;
   size_t workers = 0;
   int64_t grace_seconds = 3600;
+  int64_t permission_seconds = 300;
+  int64_t channel_seconds = 600;
   bool force_ready = false;
   bool watch = false;
   kturn::daemon::SessionLogOptions session_log;
@@ -82,6 +84,12 @@ int main(int argc, char** argv) {
   app.add_option("--grace-period", grace_seconds,
                  "on SIGTERM, serve existing allocations for at most this many seconds")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--permission-lifetime", permission_seconds,
+                 "seconds a permission lasts unless refreshed (RFC 8656: 300; as coturn's flag)")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600}));
+  app.add_option("--channel-lifetime", channel_seconds,
+                 "seconds a channel binding lasts unless refreshed (RFC 8656: 600; as coturn's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600}));
   app.add_flag("--force-ready-status", force_ready,
                "keep /ready at 200 while terminating (stunnerd's flag)");
   app.add_flag("-w,--watch", watch,
@@ -114,6 +122,8 @@ int main(int argc, char** argv) {
   options.cds_node = env("STUNNER_NODENAME");
   options.workers = workers;
   options.grace_period = std::chrono::seconds(grace_seconds);
+  options.permission_lifetime = std::chrono::seconds(permission_seconds);
+  options.channel_lifetime = std::chrono::seconds(channel_seconds);
   options.force_ready = force_ready;
   options.watch = watch;
   options.log_levels_from_config = log_spec.empty();

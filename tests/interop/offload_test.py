@@ -13,6 +13,9 @@ and sends ChannelData of many sizes; the peer echoes every datagram. The test ch
   * the kernel relayed all of it: kturn_offload_relayed_packets_total grew by the count each
     way while kturnd's user-space share (kturn_relayed_packets_total minus the offloaded part)
     stayed flat, and kturn_offload_channels is 1;
+  * once the permission expires (kturnd runs with --permission-lifetime 6), the kernel stops
+    relaying by itself: later ChannelData gets no echo, the program counts it as `expired` and
+    kturnd drops it for want of a permission;
   * deleting the allocation (Refresh 0) withdraws the channel: later ChannelData is not
     relayed by the kernel (no echo, offload counters flat, kturnd counts them as dropped);
   * the same payloads relayed in user space (the config switched to `offload_engine: None`
@@ -51,6 +54,7 @@ PEER = (PEER_IP, 3480)
 METRICS = f"http://{LISTENER_IP}:9090/metrics"
 CHANNEL = 0x4000
 PAYLOADS = 300
+PERMISSION_LIFETIME = 6  # seconds (kturnd --permission-lifetime): the expiry phase waits it out
 
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000
@@ -157,6 +161,7 @@ class Counts:
                           for d in ("rx", "tx")}
         self.channels = metric(text, "kturn_offload_channels")
         self.dropped_no_allocation = metric(text, "kturn_drops_total", reason="no_allocation")
+        self.dropped_no_permission = metric(text, "kturn_drops_total", reason="no_permission")
         self.outcomes = {m.group(1): float(m.group(2)) for m in re.finditer(
             r'^kturn_offload_datagrams_total\{outcome="(\w+)"\} (\S+)$', text, re.M)}
 
@@ -253,7 +258,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     write_config()
     h.register_log(config_path)
     kturnd = h.Proc("kturnd", ["ip", "netns", "exec", ns.server, os.path.abspath(args.kturnd),
-                               "-c", f"file://{config_path}"], workdir)
+                               "-c", f"file://{config_path}",
+                               "--permission-lifetime", str(PERMISSION_LIFETIME)], workdir)
     h.register_log(kturnd.log_path)
     kturnd.start()
     with in_netns(ns.client):
@@ -268,6 +274,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     data = payloads()
     # ---- relayed by the kernel ----
     client = bound_client(ns)
+    bound_at = time.monotonic()
     # One round trip first, not counted: XDP leaves a peer whose neighbour entry is not resolved
     # yet to the stack (kturnd sends it, the kernel resolves the address), where TC resolves it.
     h.check(len(exchange(client, [struct.pack("!I", 1 << 31)], expect=True)) == 1,
@@ -289,6 +296,22 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                 f"({d}) while the kernel held the channel")
     h.check(after.channels == 1, f"kturn_offload_channels is {after.channels:.0f}, expected 1")
     print(f"offloaded: {len(data)} payloads each way by the kernel, 0 by kturnd")
+    h.check(time.monotonic() - bound_at < PERMISSION_LIFETIME - 1,
+            "the offloaded phase outlasted the permission: the counts above are not trustworthy")
+
+    # ---- the permission expires: the kernel stops on its own ----
+    time.sleep(max(0.0, bound_at + PERMISSION_LIFETIME + 0.5 - time.monotonic()))
+    late = exchange(client, data[:20], expect=False)
+    expired = Counts(ns.server)
+    h.check(not late, f"{len(late)} echoes came back after the permission expired")
+    h.check(expired.offloaded == after.offloaded,
+            f"the kernel relayed past the permission's expiry: {expired.offloaded}")
+    grown = expired.outcomes.get("expired", 0) - after.outcomes.get("expired", 0)
+    h.check(grown >= 20, f"the program counted {grown:.0f} datagrams as expired, expected 20")
+    h.check(expired.dropped_no_permission - after.dropped_no_permission == 20,
+            "kturnd did not drop the 20 late ChannelData for want of a permission")
+    after = expired
+    print("expired: past the permission's lifetime the kernel leaves the datagrams to kturnd")
 
     # ---- withdrawn with the allocation ----
     resp = client.refresh(0)

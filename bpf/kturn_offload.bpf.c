@@ -359,10 +359,9 @@ static __always_inline int decide(void* data, void* data_end, const struct packe
       key.server_port = p->dport;
       __builtin_memcpy(&key.channel, payload, 2);
       struct kturn_channel_value* v = bpf_map_lookup_elem(&kturn_channels, &key);
-      if (!v) {
-        d->stat = KTURN_STAT_PASS_NO_ENTRY;
-        return 0;
-      }
+      /* No channel: unless it is a peer's datagram that happens to start like ChannelData,
+       * kturnd's (an unbound channel, or one not offloaded). */
+      if (!v) goto peer;
       if (bpf_ktime_get_ns() >= v->expires_ns) {
         d->stat = KTURN_STAT_PASS_EXPIRED;
         return 0;
@@ -385,14 +384,20 @@ static __always_inline int decide(void* data, void* data_end, const struct packe
       return 1;
     }
   }
+peer:
   /* Peer -> client: any datagram from a bound peer to its relayed address. */
+  ;
+  int channel_like = p->payload_len >= CHANNEL_HLEN && (payload[0] & 0xF0) == 0x40;
   struct kturn_peer_key key = {};
   __builtin_memcpy(key.peer_addr, p->src, 16);
   __builtin_memcpy(key.relay_addr, p->dst, 16);
   key.peer_port = p->sport;
   key.relay_port = p->dport;
   struct kturn_peer_value* v = bpf_map_lookup_elem(&kturn_peers, &key);
-  if (!v) return 0; /* somebody else's datagram: not counted */
+  if (!v) {
+    if (channel_like) d->stat = KTURN_STAT_PASS_NO_ENTRY;
+    return 0; /* otherwise somebody else's datagram: not counted */
+  }
   if (bpf_ktime_get_ns() >= v->expires_ns) {
     d->stat = KTURN_STAT_PASS_EXPIRED;
     return 0;

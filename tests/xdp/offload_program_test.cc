@@ -252,6 +252,17 @@ TEST_P(OffloadProgramTest, APeerDatagramGoesToTheClientAsChannelData) {
   EXPECT_EQ(statDelta(KTURN_STAT_TO_CLIENT), 6u);
 }
 
+TEST_P(OffloadProgramTest, APeerPayloadThatStartsLikeChannelDataIsStillRelayed) {
+  bindV4();
+  Bytes payload = testing::data(50);
+  payload[0] = 0x41;  // a channel number's first byte: no channel entry, but a peer entry
+  RunResult r = run(fromPeer(kPeer, kRelay, payload), "kp");
+  EXPECT_EQ(r.verdict, redirected());
+  EXPECT_EQ(r.out, toClient(kListener, kClient, testing::channelData(kChannel, payload)));
+  EXPECT_EQ(statDelta(KTURN_STAT_TO_CLIENT), 1u);
+  EXPECT_EQ(statDelta(KTURN_STAT_PASS_NO_ENTRY), 0u);
+}
+
 TEST_P(OffloadProgramTest, IPv6BothWays) {
   bindV6();
   for (size_t size : {0u, 101u, 1200u}) {

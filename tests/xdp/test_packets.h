@@ -100,7 +100,7 @@ inline Bytes udpFrame(const Mac& dst_mac, const Mac& src_mac, const Endpoint& sr
   put16(f, l4, src.port);
   put16(f, l4 + 2, dst.port);
   put16(f, l4 + 4, static_cast<uint16_t>(udp_len));
-  std::memcpy(&f[l4 + 8], payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(f.data() + l4 + 8, payload.data(), payload.size());
   if (!(o.zero_udp_checksum && !v6)) {
     uint16_t c = fold(sum16(std::span(f).subspan(l4), pseudo));
     put16(f, l4 + 6, c == 0 ? 0xFFFF : c);
@@ -120,7 +120,7 @@ inline Bytes channelData(uint16_t channel, std::span<const uint8_t> payload, siz
   Bytes b(4 + payload.size() + padding, 0);
   put16(b, 0, channel);
   put16(b, 2, static_cast<uint16_t>(payload.size()));
-  std::memcpy(b.data() + 4, payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(b.data() + 4, payload.data(), payload.size());
   return b;
 }
 

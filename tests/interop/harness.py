@@ -526,41 +526,57 @@ def free_port(host: str = LOOPBACK, udp_only: bool = False) -> int:
 _RELAY_WINDOWS = "/tmp/kturn-interop-relay-windows"
 
 
+def _claim_window(w: int) -> bool:
+    """Claims 200-port window `w` for this process (an O_EXCL file naming it); a window whose
+    process is gone (a killed test) is claimed again."""
+    path = os.path.join(_RELAY_WINDOWS, str(w))
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                with open(path) as f:
+                    owner = int(f.read().strip() or "0")
+                os.kill(owner, 0)
+                return False  # held by a live test
+            except (OSError, ValueError):
+                try:
+                    os.unlink(path)  # its test is gone
+                except OSError:
+                    pass
+                continue
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        register_cleanup(lambda path=path: os.path.exists(path) and os.unlink(path))
+        return True
+    return False
+
+
 def relay_port_range(size: int = 200) -> Tuple[int, int]:
     """A relay window below the kernel's ephemeral range (so free_port() never hits it), of its
-    own among the tests running at once: a window is claimed with an O_EXCL file naming the
-    claiming process, and released at exit. A window whose process is gone (a killed test) is
-    claimed again. Random windows used to overlap now and then, and a test that fills its
-    window (100 allocations with RTCP) then starved its neighbour into 508s."""
-    unit = 200  # windows are claimed in units of 200 ports, whatever size is asked
-    if size > unit:
-        base = random.randrange(20000, 30000 - size)
-        return base, base + size - 1
+    own among the tests running at once: made of 200-port units, each claimed with an O_EXCL
+    file naming the claiming process and released at exit. Random windows used to overlap now
+    and then, and a test that fills its window starved its neighbour into 508s. Servers whose
+    config has no relay range (STUNner's default, 1-65535) can still land in any window: a test
+    that needs most of its ports asks for more than it needs."""
+    unit = 200
+    units = (size + unit - 1) // unit
     os.makedirs(_RELAY_WINDOWS, exist_ok=True)
-    windows = list(range((30000 - 20000) // unit))
-    random.shuffle(windows)
-    for w in windows:
-        path = os.path.join(_RELAY_WINDOWS, str(w))
-        for _ in range(2):
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    with open(path) as f:
-                        owner = int(f.read().strip() or "0")
-                    os.kill(owner, 0)
-                    break  # held by a live test
-                except (OSError, ValueError):
-                    try:
-                        os.unlink(path)  # its test is gone: claim it
-                    except OSError:
-                        pass
-                    continue
-            os.write(fd, str(os.getpid()).encode())
-            os.close(fd)
-            register_cleanup(lambda path=path: os.path.exists(path) and os.unlink(path))
+    starts = list(range((30000 - 20000) // unit - units + 1))
+    random.shuffle(starts)
+    for w in starts:
+        claimed = []
+        for u in range(w, w + units):
+            if not _claim_window(u):
+                break
+            claimed.append(u)
+        if len(claimed) == units:
             base = 20000 + w * unit
             return base, base + size - 1
+        for u in claimed:  # a partial claim: give it back
+            path = os.path.join(_RELAY_WINDOWS, str(u))
+            if os.path.exists(path):
+                os.unlink(path)
     base = random.randrange(20000, 30000 - size)  # every window claimed: share one
     return base, base + size - 1
 

@@ -12,11 +12,13 @@ RUN apt-get update \
       build-essential cmake ninja-build pkg-config \
       libssl-dev libboost1.81-dev libboost-system1.81-dev nlohmann-json3-dev libyaml-cpp-dev \
       libspdlog-dev libfmt-dev libcli11-dev \
+      clang libbpf-dev bpftool \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
 COPY include/ include/
 COPY src/ src/
+COPY bpf/ bpf/
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DKTURN_BUILD_TESTS=OFF -DKTURN_BUILD_BENCH=OFF \
  && cmake --build build --target kturnd

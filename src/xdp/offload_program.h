@@ -2,9 +2,10 @@
 // attached to interfaces. It owns the programs, their maps and every attachment it made; its
 // destructor detaches them all, so that a kturnd that stops leaves no program relaying for it.
 //
-// Loading needs CAP_BPF (or root) and a kernel with BTF-free BPF support (5.10+ for
-// bpf_redirect_neigh); attaching needs CAP_NET_ADMIN. Neither happens per packet: the daemon
-// loads once, attaches per config, and its workers reach the maps through OffloadMaps.
+// Loading needs CAP_BPF (or root) and Linux 5.10 or later (bpf_redirect_neigh); the program
+// uses no BTF or CO-RE, only its own maps and packet data. Attaching needs CAP_NET_ADMIN.
+// Neither happens per packet: the daemon loads once, attaches per config, and its workers reach
+// the maps through OffloadMaps.
 #pragma once
 
 #include <cstdint>

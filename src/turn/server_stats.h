@@ -48,7 +48,7 @@ namespace kturn::turn {
   X(offload_packets_to_client, "of peer_packets_relayed: relayed by the kernel fast path")   \
   X(offload_bytes_to_client, "of peer_bytes_relayed: relayed by the kernel fast path")       \
   X(channels_offloaded, "channels handed to the kernel fast path")                           \
-  X(channels_offload_refused, "offers of a channel the kernel fast path had no room for")   \
+  X(channels_offload_refused, "offers of a channel the kernel fast path had no room for")    \
   X(drop_malformed, "datagrams dropped as malformed")                                        \
   X(drop_not_turn, "datagrams that are neither STUN nor ChannelData")                        \
   X(drop_no_allocation, "indications/ChannelData without an allocation")                     \

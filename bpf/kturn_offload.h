@@ -77,15 +77,15 @@ struct kturn_counter {
 /* Indexes of the per-CPU counter array `kturn_stats`: what the program did with a packet it
  * looked at. Everything but the first two leaves the packet to the kernel and kturnd as it was. */
 enum kturn_offload_stat {
-  KTURN_STAT_TO_PEER = 0,      /* ChannelData relayed to its peer */
-  KTURN_STAT_TO_CLIENT,        /* peer datagram relayed to its client as ChannelData */
-  KTURN_STAT_PASS_NO_ENTRY,    /* ChannelData-shaped, but no channel entry for its 5-tuple */
-  KTURN_STAT_PASS_EXPIRED,     /* an entry past its expiry: kturnd decides */
-  KTURN_STAT_PASS_LENGTH,      /* ChannelData whose length is not the datagram's (padding) */
-  KTURN_STAT_PASS_IP,          /* IPv4 options or fragment, IPv6 extension header */
-  KTURN_STAT_PASS_SIZE,        /* larger than the program moves, or a GSO packet */
-  KTURN_STAT_PASS_ROUTE,       /* no route, forwarding off, MTU too small, family change */
-  KTURN_STAT_ABORTED,          /* a helper failed half-way: dropped, never seen twice */
+  KTURN_STAT_TO_PEER = 0,   /* ChannelData relayed to its peer */
+  KTURN_STAT_TO_CLIENT,     /* peer datagram relayed to its client as ChannelData */
+  KTURN_STAT_PASS_NO_ENTRY, /* ChannelData-shaped, but no channel entry for its 5-tuple */
+  KTURN_STAT_PASS_EXPIRED,  /* an entry past its expiry: kturnd decides */
+  KTURN_STAT_PASS_LENGTH,   /* ChannelData whose length is not the datagram's (padding) */
+  KTURN_STAT_PASS_IP,       /* IPv4 options or fragment, IPv6 extension header */
+  KTURN_STAT_PASS_SIZE,     /* larger than the program moves, or a GSO packet */
+  KTURN_STAT_PASS_ROUTE,    /* no route, forwarding off, MTU too small, family change */
+  KTURN_STAT_ABORTED,       /* a helper failed half-way: dropped, never seen twice */
   KTURN_STAT_COUNT,
 };
 

@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -71,8 +71,8 @@ Result<void> EchoPeer::start(const TransportAddress& bind, size_t threads,
     if (target >= 0) ::close(target);
     if (!entered) {
       if (home >= 0) ::close(home);
-      return makeError(Error::Code::kIo, "cannot enter network namespace " + netns + ": " +
-                                             std::strerror(errno));
+      return makeError(Error::Code::kIo,
+                       "cannot enter network namespace " + netns + ": " + std::strerror(errno));
     }
   }
   auto leave = [&] {

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import ctypes
 import hashlib
 import hmac
 import json
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import time
 import traceback
+from contextlib import contextmanager
 from typing import Callable, List, Optional, Sequence, Tuple
 
 LOOPBACK = "127.0.0.1"
@@ -717,6 +719,98 @@ def start_udp_echo_peer(workdir: str, host: str = LOOPBACK,
             except (socket.timeout, OSError):
                 time.sleep(0.1)
     raise TestFailure(f"turnutils_peer on {host}:{port} never echoed")
+
+
+# ---------------------------------------------------------------------------------------------
+# Network namespaces (the eBPF fast path's end-to-end test and bench/compare's offload scenario)
+# ---------------------------------------------------------------------------------------------
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNET = 0x40000000
+
+
+@contextmanager
+def in_netns(name: Optional[str]):
+    """Runs the block (this thread) in network namespace `name` (None: where it is); sockets
+    made there stay there."""
+    if name is None:
+        yield
+        return
+    root = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if _libc.setns(target, _CLONE_NEWNET) != 0:
+            raise TestFailure(f"setns({name}): {os.strerror(ctypes.get_errno())}")
+        yield
+    finally:
+        _libc.setns(root, _CLONE_NEWNET)
+        os.close(root)
+        os.close(target)
+
+
+class ThreeNamespaces:
+    """client (c0) <-> (s0) server (s1) <-> (p0) peer: three network namespaces joined by two
+    veth pairs, forwarding on in the server's (bpf_fib_lookup() routes only for interfaces that
+    forward). Deleted by delete(), which create() also registers as a cleanup."""
+
+    CLIENT_IP, LISTENER_IP = "10.201.1.2", "10.201.1.1"
+    RELAY_SIDE_IP, PEER_IP = "10.201.2.1", "10.201.2.2"
+
+    def __init__(self, prefix: str) -> None:
+        self.client, self.server, self.peer = (f"{prefix}-{r}-{os.getpid()}" for r in "csp")
+        self.made: List[str] = []
+
+    @staticmethod
+    def run(*argv: str) -> None:
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            raise TestFailure(f"{' '.join(argv)}: exit {r.returncode}: {r.stdout.strip()}")
+
+    def create(self) -> "ThreeNamespaces":
+        run = self.run
+        register_cleanup(self.delete)
+        for ns in (self.client, self.server, self.peer):
+            run("ip", "netns", "add", ns)
+            self.made.append(ns)
+            run("ip", "-n", ns, "link", "set", "lo", "up")
+        run("ip", "link", "add", "c0", "netns", self.client, "type", "veth", "peer", "name", "s0",
+            "netns", self.server)
+        run("ip", "link", "add", "s1", "netns", self.server, "type", "veth", "peer", "name", "p0",
+            "netns", self.peer)
+        for ns, dev, cidr in ((self.client, "c0", f"{self.CLIENT_IP}/24"),
+                              (self.server, "s0", f"{self.LISTENER_IP}/24"),
+                              (self.server, "s1", f"{self.RELAY_SIDE_IP}/24"),
+                              (self.peer, "p0", f"{self.PEER_IP}/24")):
+            run("ip", "-n", ns, "addr", "add", cidr, "dev", dev)
+            run("ip", "-n", ns, "link", "set", dev, "up")
+        run("ip", "-n", self.client, "route", "add", "default", "via", self.LISTENER_IP)
+        run("ip", "-n", self.peer, "route", "add", "default", "via", self.RELAY_SIDE_IP)
+        run("ip", "netns", "exec", self.server, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
+        return self
+
+    def ethtool(self, ns: str, dev: str, *settings: str) -> None:
+        self.run("ip", "netns", "exec", ns, "ethtool", "-K", dev, *settings)
+
+    def attached_programs(self) -> str:
+        """What is attached to s0 and s1: XDP programs (`prog/xdp` in ip's details) and TC
+        ingress filters (kturn's is named kturn_tc), a line each; empty when nothing is."""
+        found = []
+        for dev in ("s0", "s1"):
+            link = subprocess.run(["ip", "-n", self.server, "-d", "link", "show", "dev", dev],
+                                  stdout=subprocess.PIPE, text=True).stdout
+            if "prog/xdp" in link:
+                found.append(f"{dev}: XDP ({link.strip().splitlines()[-1].strip()})")
+            tc = subprocess.run(["tc", "-n", self.server, "filter", "show", "dev", dev, "ingress"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True).stdout
+            if "kturn_tc" in tc:
+                found.append(f"{dev}: TC ({tc.strip()})")
+        return "\n".join(found)
+
+    def delete(self) -> None:
+        for ns in self.made:
+            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+        self.made = []
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,7 +30,6 @@ Network safety: all traffic stays inside the three namespaces, which are deleted
 """
 
 import argparse
-import ctypes
 import os
 import random
 import re
@@ -40,91 +39,22 @@ import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import contextmanager
 from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
 
 SKIP = 77
-CLIENT_IP, LISTENER_IP = "10.201.1.2", "10.201.1.1"
-RELAY_SIDE_IP, PEER_IP = "10.201.2.1", "10.201.2.2"
+Namespaces = h.ThreeNamespaces
+in_netns = h.in_netns
+CLIENT_IP, LISTENER_IP = Namespaces.CLIENT_IP, Namespaces.LISTENER_IP
+PEER_IP = Namespaces.PEER_IP
 LISTENER = (LISTENER_IP, 3478)
 PEER = (PEER_IP, 3480)
 METRICS = f"http://{LISTENER_IP}:9090/metrics"
 CHANNEL = 0x4000
 PAYLOADS = 300
 PERMISSION_LIFETIME = 6  # seconds (kturnd --permission-lifetime): the expiry phase waits it out
-
-_libc = ctypes.CDLL(None, use_errno=True)
-CLONE_NEWNET = 0x40000000
-
-
-def run(*argv: str) -> None:
-    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if r.returncode != 0:
-        raise h.TestFailure(f"{' '.join(argv)}: exit {r.returncode}: {r.stdout.strip()}")
-
-
-@contextmanager
-def in_netns(name: str):
-    """Runs the block (this thread) in network namespace `name`; sockets made there stay there."""
-    root = os.open("/proc/self/ns/net", os.O_RDONLY)
-    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
-    try:
-        if _libc.setns(target, CLONE_NEWNET) != 0:
-            raise h.TestFailure(f"setns({name}): {os.strerror(ctypes.get_errno())}")
-        yield
-    finally:
-        _libc.setns(root, CLONE_NEWNET)
-        os.close(root)
-        os.close(target)
-
-
-class Namespaces:
-    def __init__(self) -> None:
-        tag = f"{os.getpid()}"
-        self.client, self.server, self.peer = (f"kto-{r}-{tag}" for r in ("c", "s", "p"))
-
-    def create(self) -> None:
-        for ns in (self.client, self.server, self.peer):
-            run("ip", "netns", "add", ns)
-            h.register_cleanup(lambda ns=ns: subprocess.run(["ip", "netns", "del", ns]))
-            run("ip", "-n", ns, "link", "set", "lo", "up")
-        run("ip", "link", "add", "c0", "netns", self.client, "type", "veth", "peer", "name", "s0",
-            "netns", self.server)
-        run("ip", "link", "add", "s1", "netns", self.server, "type", "veth", "peer", "name", "p0",
-            "netns", self.peer)
-        for ns, dev, cidr in ((self.client, "c0", f"{CLIENT_IP}/24"),
-                              (self.server, "s0", f"{LISTENER_IP}/24"),
-                              (self.server, "s1", f"{RELAY_SIDE_IP}/24"),
-                              (self.peer, "p0", f"{PEER_IP}/24")):
-            run("ip", "-n", ns, "addr", "add", cidr, "dev", dev)
-            run("ip", "-n", ns, "link", "set", dev, "up")
-        run("ip", "-n", self.client, "route", "add", "default", "via", LISTENER_IP)
-        run("ip", "-n", self.peer, "route", "add", "default", "via", RELAY_SIDE_IP)
-        # bpf_fib_lookup() routes only for interfaces that forward.
-        run("ip", "netns", "exec", self.server, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
-
-    def ethtool(self, ns: str, dev: str, *settings: str) -> None:
-        run("ip", "netns", "exec", ns, "ethtool", "-K", dev, *settings)
-
-
-def attached_programs(ns: str) -> str:
-    """What is attached to s0 and s1 in namespace `ns`: XDP programs (`prog/xdp` in ip's
-    details) and TC ingress filters (kturn's is named kturn_tc); empty when nothing is."""
-    found = []
-    for dev in ("s0", "s1"):
-        link = subprocess.run(["ip", "-n", ns, "-d", "link", "show", "dev", dev],
-                              stdout=subprocess.PIPE, text=True).stdout
-        if "prog/xdp" in link:
-            found.append(f"{dev}: XDP ({link.strip().splitlines()[-1].strip()})")
-        tc = subprocess.run(["tc", "-n", ns, "filter", "show", "dev", dev, "ingress"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
-        if "kturn_tc" in tc:
-            found.append(f"{dev}: TC ({tc.strip()})")
-    return "\n".join(found)
-
 
 def udp_checksum_errors(ns: str) -> int:
     with in_netns(ns):
@@ -222,8 +152,7 @@ def bound_client(ns: Namespaces) -> h.TurnClient:
 
 
 def body(args: argparse.Namespace, workdir: str) -> None:
-    ns = Namespaces()
-    ns.create()
+    ns = Namespaces("kto").create()
     if args.no_tx_checksum:
         ns.ethtool(ns.client, "c0", "tx", "off")
         ns.ethtool(ns.peer, "p0", "tx", "off")
@@ -355,13 +284,13 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     write_config()
     os.kill(kturnd.proc.pid, signal.SIGHUP)
     wait_for_log(kturnd, rf"config applied(.|\n)*offload: {args.engine} on s0, s1")
-    h.check(attached_programs(ns.server).count(f": {args.engine} (") == 2,
-            f"not attached to s0 and s1 after the reload: '{attached_programs(ns.server)}'")
+    h.check(ns.attached_programs().count(f": {args.engine} (") == 2,
+            f"not attached to s0 and s1 after the reload: '{ns.attached_programs()}'")
     resp = plain.refresh(0)  # no allocation left: SIGTERM's drain ends at once
     h.check(resp.cls == h.SUCCESS, f"Refresh(0): {resp.describe()}")
     kturnd.proc.send_signal(signal.SIGTERM)
     h.check(kturnd.wait(10) == 0, "kturnd did not exit cleanly")
-    left = attached_programs(ns.server)
+    left = ns.attached_programs()
     h.check(not left, f"kturnd left its program attached:\n{left}")
     print("detached: kturnd's exit leaves no program on s0 or s1")
 

@@ -180,6 +180,8 @@ inline constexpr std::string_view kBound = "bound";        // joined by a Connec
 inline constexpr std::string_view kUnbound = "unbound";    // closed: no ConnectionBind in 30 s
 // A ConnectionBind that reached another worker than the allocation's and was handed to it.
 inline constexpr std::string_view kHandedOver = "handed_over";
+// A bound connection's read held back by an admin.limits bandwidth cap: paced, not dropped.
+inline constexpr std::string_view kHeld = "held";
 }  // namespace peer_event
 
 inline constexpr MetricSpec kPeerConnectionsTotal{
@@ -208,6 +210,15 @@ inline constexpr MetricSpec kOffloadChannels{
     .help = "Channels the eBPF fast path relays now",
     .type = MetricType::kGauge,
     .label_names = {},
+};
+
+inline constexpr MetricSpec kOffloadRefusedTotal{
+    .name = "kturn_offload_refused_total",
+    .help =
+        "Channel offers the eBPF fast path had no room for (its maps full): relayed in user "
+        "space",
+    .type = MetricType::kCounter,
+    .label_names = kListener,
 };
 
 // outcome values of kOffloadDatagramsTotal, indexed by bpf/kturn_offload.h's kturn_offload_stat.

@@ -126,11 +126,15 @@ std::vector<FieldSpec> limitsFields() {
             "Allocations held by one kturnd; beyond it Allocate gets 508. 0: unlimited.", "20000"),
       limit("admin.limits.allocation_kbps", kDefaults.allocation_kbps, kNonNegative, "kbit/s",
             "Per allocation and direction; datagrams over it are dropped "
-            "(`kturn_drops_total{reason=\"over_bandwidth\"}`). A burst of 0.5 s at the rate (at "
+            "(`kturn_drops_total{reason=\"over_bandwidth\"}`), the peer connections of TCP "
+            "allocations (RFC 6062) are paced instead: read no faster than the cap "
+            "(`kturn_peer_connections_total{event=\"held\"}`). A burst of 0.5 s at the rate (at "
             "least 16 KiB) passes unshaped. 0: unlimited.",
             "4000"),
       limit("admin.limits.listener_kbps", kDefaults.listener_kbps, kNonNegative, "kbit/s",
-            "Per listener and direction, all workers together. 0: unlimited.", "2000000"),
+            "Per listener and direction, all workers together, datagrams and peer connections "
+            "alike. 0: unlimited.",
+            "2000000"),
       limit("admin.limits.auth_failures", kDefaults.auth_failures, kNonNegative, "",
             "Failed authentications per source address and `auth_failure_window`; beyond it "
             "the address's authenticated requests are dropped unanswered until the window ends "

@@ -55,6 +55,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   auto peer_connections = admin::familyOf(ks::kPeerConnectionsTotal);
   auto offload_packets = admin::familyOf(ks::kOffloadRelayedPacketsTotal);
   auto offload_bytes = admin::familyOf(ks::kOffloadRelayedBytesTotal);
+  auto offload_refused = admin::familyOf(ks::kOffloadRefusedTotal);
   for (const ListenerSpec& l : dataplane.listeners) {
     const ListenerTraffic& t = at(stats.traffic, l.id);
     const turn::ServerStats& s = at(stats.turn_by_listener, l.id);
@@ -131,6 +132,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                                        static_cast<double>(s.offload_bytes_to_peer)});
       offload_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
                                        static_cast<double>(s.offload_bytes_to_client)});
+      offload_refused.samples.push_back(
+          {listener(), static_cast<double>(s.channels_offload_refused)});
     }
     for (const auto& [reason, value] :
          {std::pair{ks::drop_reason::kNoPermission, s.drop_no_permission},
@@ -157,7 +160,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
             std::pair{ks::peer_event::kRefused, s.peer_connections_refused},
             std::pair{ks::peer_event::kBound, s.peer_connections_bound},
             std::pair{ks::peer_event::kUnbound, s.peer_connections_unbound},
-            std::pair{ks::peer_event::kHandedOver, t.handed_over}}) {
+            std::pair{ks::peer_event::kHandedOver, t.handed_over},
+            std::pair{ks::peer_event::kHeld, s.connection_reads_held}}) {
         peer_connections.samples.push_back(
             {listener(ks::kLabelEvent, event), static_cast<double>(value)});
       }
@@ -223,6 +227,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                   &peer_connections,
                   &offload_packets,
                   &offload_bytes,
+                  &offload_refused,
                   &offload_channels,
                   &offload_outcomes,
                   &durations}) {

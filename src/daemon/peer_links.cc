@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "net/tcp_socket.h"
 
@@ -136,11 +137,18 @@ void PeerLinks::adopt(turn::AllocationId allocation, turn::ConnectionId id,
   links_.emplace(id, std::move(link));
 }
 
-void PeerLinks::join(turn::ConnectionId id, std::unique_ptr<StreamListener::Connection> client) {
+void PeerLinks::join(turn::ConnectionId id, turn::ListenerId listener,
+                     std::unique_ptr<StreamListener::Connection> client) {
   const auto it = links_.find(id);
   if (it == links_.end() || it->second->state != Link::State::kPending) return;  // closes it
   Link& l = *it->second;
   StreamListener::Connection& c = *client;
+  l.listener = listener;
+  // Neither these bytes nor the early ones were framed, so the listener has not counted them.
+  traffic(listener).rx_bytes += c.in_used;
+  traffic(listener).tx_bytes += l.early.size();
+  spend(l, true, c.in_used);
+  spend(l, false, l.early.size());
   // Client bytes that came in behind the ConnectionBind, and peer bytes that came before it.
   l.to_peer.bytes.resize(std::max(kMaxBuffered, c.in_used));
   std::copy_n(c.in.begin(), c.in_used, l.to_peer.bytes.begin());
@@ -216,23 +224,32 @@ bool PeerLinks::pump(Link& l, bool client_readable, bool peer_readable) {
     // Client to peer, read in place into the peer's queue.
     size_t client_room = 0;
     ssize_t from_client = -1;
-    if (client_readable) {
+    if (client_readable && !l.client_held) {
       const std::span<uint8_t> room = l.to_peer.room();
-      client_room = room.size();
-      if (!room.empty()) from_client = readClient(c, room);
+      client_room = allowed(l, true, room.size());
+      if (client_room > 0) from_client = readClient(c, room.first(client_room));
       if (from_client == 0) open = false;
-      if (from_client > 0) l.to_peer.tail += static_cast<size_t>(from_client);
+      if (from_client > 0) {
+        const auto n = static_cast<size_t>(from_client);
+        l.to_peer.tail += n;
+        spend(l, true, n);
+        traffic(l.listener).rx_bytes += n;
+      }
     }
     // Peer to client, through the client's output (encrypted there for TLS).
-    const size_t peer_room = kMaxBuffered - std::min(kMaxBuffered, backlog(c));
+    size_t peer_room = 0;
     ssize_t from_peer = -1;
-    if (peer_readable && peer_room > 0) {
-      from_peer = readSocket(l.peer.get(), {scratch_.data(), peer_room});
+    if (peer_readable && !l.peer_held) {
+      peer_room = allowed(l, false, kMaxBuffered - std::min(kMaxBuffered, backlog(c)));
+      if (peer_room > 0) from_peer = readSocket(l.peer.get(), {scratch_.data(), peer_room});
       if (from_peer == 0) open = false;
-      if (from_peer > 0 && !queueForClient(c, {scratch_.data(), static_cast<size_t>(from_peer)})) {
-        return false;
+      if (from_peer > 0) {
+        const auto n = static_cast<size_t>(from_peer);
+        if (!queueForClient(c, {scratch_.data(), n})) return false;
+        l.uncounted.to_client += n;
+        spend(l, false, n);
+        traffic(l.listener).tx_bytes += n;
       }
-      if (from_peer > 0) l.uncounted.to_client += static_cast<uint64_t>(from_peer);
     }
     // Write both ways (also the last bytes before a close).
     while (l.to_peer.size() > 0) {
@@ -248,8 +265,8 @@ bool PeerLinks::pump(Link& l, bool client_readable, bool peer_readable) {
     // A read that filled its room may have left more behind; a short one drained the socket.
     client_readable = from_client > 0 && static_cast<size_t>(from_client) == client_room;
     peer_readable = from_peer > 0 && static_cast<size_t>(from_peer) == peer_room;
-    const bool tls_more =
-        c.tls && c.tls->hasBuffered() && l.to_peer.size() < l.to_peer.bytes.size();
+    const bool tls_more = c.tls && c.tls->hasBuffered() && !l.client_held &&
+                          l.to_peer.size() < l.to_peer.bytes.size();
     if (!open || round + 1 >= kMaxRoundsPerEvent ||
         !(client_readable || peer_readable || tls_more)) {
       return open;
@@ -266,8 +283,9 @@ void PeerLinks::arm(Link& l) {
   const auto mask = [](bool readable, bool writable) {
     return readable ? EPOLLIN | (writable ? EPOLLOUT : 0u) : EPOLLET | (writable ? EPOLLOUT : 0u);
   };
-  const uint32_t peer = mask(backlog(c) < kMaxBuffered, l.to_peer.size() > 0);
-  const uint32_t client = mask(l.to_peer.size() < l.to_peer.bytes.size(), backlog(c) > 0);
+  const uint32_t peer = mask(backlog(c) < kMaxBuffered && !l.peer_held, l.to_peer.size() > 0);
+  const uint32_t client =
+      mask(l.to_peer.size() < l.to_peer.bytes.size() && !l.client_held, backlog(c) > 0);
   if (peer != l.peer_events) {
     l.peer_events = peer;
     (void)loop_.modify(l.peer.get(), peer);
@@ -290,9 +308,12 @@ void PeerLinks::closeAllocation(turn::AllocationId allocation) {
 
 void PeerLinks::sweep(turn::MonoTime now) {
   std::vector<turn::ConnectionId> late;
+  std::vector<turn::ConnectionId> held;
   for (const auto& [id, link] : links_) {
     if (link->state == Link::State::kConnecting && now - link->started >= kConnectTimeout) {
       late.push_back(id);
+    } else if (link->client_held || link->peer_held) {
+      held.push_back(id);
     }
   }
   for (turn::ConnectionId id : late) {
@@ -300,6 +321,36 @@ void PeerLinks::sweep(turn::MonoTime now) {
     drop(id, false);
     callbacks_.on_connected(id, false);
   }
+  // A held side may have had bytes waiting all along (or, for TLS, inside OpenSSL, where epoll
+  // cannot see them): read it as if readable.
+  for (turn::ConnectionId id : held) {
+    const auto it = links_.find(id);
+    if (it == links_.end()) continue;
+    Link& l = *it->second;
+    const bool client = std::exchange(l.client_held, false);
+    const bool peer = std::exchange(l.peer_held, false);
+    if (!pump(l, client, peer)) {
+      drop(id, true);
+      continue;
+    }
+    arm(l);
+  }
+}
+
+size_t PeerLinks::allowed(Link& l, bool to_peer, size_t room) {
+  if (room == 0 || !callbacks_.allowance) return room;
+  const uint64_t allowance = callbacks_.allowance(l.allocation, to_peer);
+  if (allowance == 0) (to_peer ? l.client_held : l.peer_held) = true;
+  return static_cast<size_t>(std::min<uint64_t>(room, allowance));
+}
+
+void PeerLinks::spend(const Link& l, bool to_peer, size_t bytes) {
+  if (bytes > 0 && callbacks_.spend) callbacks_.spend(l.allocation, to_peer, bytes);
+}
+
+turn::TrafficCounters& PeerLinks::traffic(turn::ListenerId id) {
+  if (id >= traffic_.size()) traffic_.resize(id + 1);
+  return traffic_[id];
 }
 
 void PeerLinks::drop(turn::ConnectionId id, bool notify) {

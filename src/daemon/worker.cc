@@ -58,7 +58,16 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
                     server_->onPeerConnected(id, up, now(), actions_);
                     flush();
                   },
-              .on_closed = [this](turn::ConnectionId id) { server_->onConnectionClosed(id); }},
+              .on_closed = [this](turn::ConnectionId id) { server_->onConnectionClosed(id); },
+              .allowance =
+                  [this](turn::AllocationId allocation, bool to_peer) {
+                    return server_->connectionAllowance(allocation, to_peer,
+                                                        std::chrono::steady_clock::now());
+                  },
+              .spend =
+                  [this](turn::AllocationId allocation, bool to_peer, uint64_t bytes) {
+                    server_->spendConnectionAllowance(allocation, to_peer, bytes);
+                  }},
           static_cast<uint32_t>(options.index * 7919)),
       session_log_(options.session_log, options.index),
       rx_(options.batch_size, options.max_datagram),
@@ -288,12 +297,17 @@ void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
       t.closed_framing = ls.closed_framing;
     }
     s.traffic = traffic_;
-    if (offloader_) {
-      const auto& relayed = offloader_->listenerTraffic();
-      if (s.traffic.size() < relayed.size()) s.traffic.resize(relayed.size());
-      for (size_t id = 0; id < relayed.size(); ++id) {
-        static_cast<turn::TrafficCounters&>(s.traffic[id]) += relayed[id];
+    // The client-side traffic kturnd's listeners did not see: RFC 6062 data connections' and
+    // the kernel fast path's.
+    const auto add = [&s](const std::vector<turn::TrafficCounters>& by_listener) {
+      if (s.traffic.size() < by_listener.size()) s.traffic.resize(by_listener.size());
+      for (size_t id = 0; id < by_listener.size(); ++id) {
+        static_cast<turn::TrafficCounters&>(s.traffic[id]) += by_listener[id];
       }
+    };
+    add(relays_.links().listenerTraffic());
+    if (offloader_) {
+      add(offloader_->listenerTraffic());
       s.offload_channels = offloader_->size();
     }
     s.allocations = server_->allocationCount();
@@ -366,7 +380,7 @@ void Worker::onDetached(turn::ListenerId id, std::unique_ptr<StreamListener::Con
   if (const auto bind = binds_.find(client); bind != binds_.end()) {
     const turn::ConnectionId connection = bind->second;
     binds_.erase(bind);
-    relays_.links().join(connection, std::move(c));
+    relays_.links().join(connection, id, std::move(c));
     return;
   }
   const auto handoff = handoffs_.find(client);

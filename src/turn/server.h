@@ -101,6 +101,13 @@ class Server {
   // takeConnectionTraffic): into the allocation's session record, the listener's relayed bytes
   // and the admitting TCP cluster's. Once a second or so, and before stats are read.
   void countConnectionTraffic();
+  // Bandwidth caps on peer connections, which are paced rather than dropped: the I/O layer reads
+  // at most connectionAllowance() bytes of a connection of `allocation` (toward the peer or the
+  // client), the least of what the allocation's and its listener's caps hold now (UINT64_MAX
+  // without caps), then spends what it read. Zero holds the connection's reads back; each such
+  // hold counts in connection_reads_held.
+  uint64_t connectionAllowance(AllocationId allocation, bool to_peer, MonoTime now);
+  void spendConnectionAllowance(AllocationId allocation, bool to_peer, uint64_t bytes);
 
   // The method of the request the last onClientPacket() answered or refused (0 if the packet
   // was not a request): the daemon times request handling per method with it.

@@ -53,6 +53,7 @@ namespace kturn::turn {
   X(drop_not_turn, "datagrams that are neither STUN nor ChannelData")                        \
   X(drop_no_allocation, "indications/ChannelData without an allocation")                     \
   X(drop_over_bandwidth, "datagrams dropped: allocation or listener over its bandwidth cap") \
+  X(connection_reads_held, "peer connection reads held back by a bandwidth cap (RFC 6062)")  \
   X(drop_no_permission, "packets to or from a peer without a permission")                    \
   X(drop_peer_denied, "packets whose peer the current config no longer routes")              \
   X(drop_unknown_channel, "ChannelData on an unbound channel")                               \

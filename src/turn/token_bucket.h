@@ -23,6 +23,24 @@ class TokenBucket {
   // Takes `bytes` if the bucket holds them after refilling at `bytes_per_second` since the last
   // call; false (and nothing taken) otherwise.
   bool take(uint64_t bytes, MonoTime now, uint64_t bytes_per_second) {
+    refill(now, bytes_per_second);
+    if (nano_tokens_ < bytes * kNano) return false;
+    nano_tokens_ -= bytes * kNano;
+    return true;
+  }
+
+  // For byte streams, which are paced rather than dropped: the whole bytes the bucket holds
+  // after refilling, which the caller reads at most and then spend()s.
+  uint64_t available(MonoTime now, uint64_t bytes_per_second) {
+    refill(now, bytes_per_second);
+    return nano_tokens_ / kNano;
+  }
+  void spend(uint64_t bytes) { nano_tokens_ -= std::min(nano_tokens_, bytes * kNano); }
+
+ private:
+  static constexpr uint64_t kNano = 1'000'000'000;
+
+  void refill(MonoTime now, uint64_t bytes_per_second) {
     // Kept in nano-bytes, so refills between calls microseconds apart are exact, not truncated.
     const uint64_t burst = burstFor(bytes_per_second) * kNano;
     if (!started_) {
@@ -36,13 +54,8 @@ class TokenBucket {
       nano_tokens_ = std::min(burst, nano_tokens_ + static_cast<uint64_t>(ns) * bytes_per_second);
       last_ = now;
     }
-    if (nano_tokens_ < bytes * kNano) return false;
-    nano_tokens_ -= bytes * kNano;
-    return true;
   }
 
- private:
-  static constexpr uint64_t kNano = 1'000'000'000;
   uint64_t nano_tokens_ = 0;
   MonoTime last_{};
   bool started_ = false;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -205,7 +206,9 @@ class DaemonTcpRelayTest : public ::testing::Test {
     // The echo peer is on 127.0.0.1, admitted by a TCP cluster's /32 endpoint; 127.0.0.2 is in
     // a UDP cluster only.
     std::ofstream(path_) << "version: v1\n"
-                            "admin: {name: t, healthcheck_endpoint: \"\"}\n"
+                            "admin: {name: t, healthcheck_endpoint: \"\""
+                         << admin_extra_
+                         << "}\n"
                             "auth: {type: static, realm: r, credentials: {username: u, "
                             "password: p}}\n"
                             "listeners:\n"
@@ -254,6 +257,7 @@ class DaemonTcpRelayTest : public ::testing::Test {
     return StreamClient::success(reply) ? std::move(data) : nullptr;
   }
 
+  std::string admin_extra_;  // more of `admin`, set before SetUp()
   uint16_t port_ = 0;
   std::filesystem::path path_;
   std::unique_ptr<Daemon> daemon_;
@@ -296,9 +300,47 @@ TEST_F(DaemonTcpRelayTest, DataFlowsBetweenAClientAndATcpEchoPeerThroughConnectA
   uint64_t handed_over = 0;
   for (const ListenerTraffic& t : stats.traffic) handed_over += t.handed_over;
   EXPECT_GT(handed_over, 0u) << "every data connection landed on its allocation's worker";
-  // The streams' bytes are relayed bytes (kturn_relayed_bytes_total), both ways.
+  // The streams' bytes are relayed bytes (kturn_relayed_bytes_total), both ways, and the
+  // listener's client-side bytes (stunner_listener_bytes_total) beyond the frames it read.
   EXPECT_EQ(stats.turn.client_bytes_relayed, echoed);
   EXPECT_EQ(stats.turn.peer_bytes_relayed, echoed);
+  ListenerTraffic listener;
+  for (const ListenerTraffic& t : stats.traffic) listener += t;
+  EXPECT_GE(listener.rx_bytes, echoed + 20 * stun::kHeaderSize);  // + at least the requests
+  EXPECT_GE(listener.tx_bytes, echoed + 20 * stun::kHeaderSize);
+}
+
+class DaemonTcpRelayCapTest : public DaemonTcpRelayTest {
+ protected:
+  DaemonTcpRelayCapTest() { admin_extra_ = ", limits: {allocation_kbps: 256}"; }  // 32,000 B/s
+};
+
+// admin.limits paces a peer connection instead of dropping from it: everything arrives, no
+// faster than the cap allows after its burst.
+TEST_F(DaemonTcpRelayCapTest, APeerConnectionIsPacedAtTheAllocationsCapAndLosesNothing) {
+  EchoPeer peer;
+  StreamClient control(server_);
+  allocateTcp(control);
+  const auto connected = connect(control, peer.address());
+  ASSERT_TRUE(StreamClient::success(connected));
+  auto data = bind(control, *StreamClient::connectionId(*connected));
+  ASSERT_TRUE(data);
+
+  constexpr size_t kBytes = 64 * 1024;
+  Bytes payload(kBytes);
+  for (size_t i = 0; i < kBytes; ++i) payload[i] = static_cast<uint8_t>(i * 31 + 3);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(sendAll(data->fd(), payload));
+  EXPECT_TRUE(readExactly(data->fd(), kBytes) == payload);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // A 16 KiB burst, then 32,000 B/s each way: the last byte cannot be back before 1.5 s.
+  constexpr double kFloor = (kBytes - 16 * 1024) / 32'000.0;
+  EXPECT_GE(seconds, kFloor);
+  const WorkerStats stats = daemon_->collectStats();
+  EXPECT_GT(stats.turn.connection_reads_held, 0u);
+  EXPECT_EQ(stats.turn.client_bytes_relayed, kBytes);
+  EXPECT_EQ(stats.turn.peer_bytes_relayed, kBytes);
 }
 
 TEST_F(DaemonTcpRelayTest, PeersOutsideEveryTcpClusterAreRefusedAndAClosedPortIs447) {

@@ -52,6 +52,30 @@ TEST(MetricsTest, LimitRefusalsAreExportedByReason) {
   EXPECT_EQ(sample(families, "kturn_permissions_rejected_total", "channel_limit"), 5);
 }
 
+TEST(MetricsTest, ChannelOffersTheKernelHadNoRoomForAreExportedPerTurnUdpListener) {
+  Dataplane dataplane;
+  ListenerSpec udp;
+  udp.id = kListener;
+  udp.name = "udp";
+  ListenerSpec tcp;
+  tcp.id = kListener + 1;
+  tcp.name = "tcp";
+  tcp.protocol = TransportProtocol::kTcp;
+  dataplane.listeners = {udp, tcp};
+  dataplane.turn = std::make_shared<const turn::ServerConfig>();
+  WorkerStats stats;
+  stats.turn_by_listener.resize(kListener + 2);
+  stats.turn_by_listener[kListener].channels_offload_refused = 9;
+
+  std::vector<admin::Sample> refused;
+  for (const admin::MetricFamily& f : buildMetrics(stats, dataplane)) {
+    if (f.name == "kturn_offload_refused_total") refused = f.samples;
+  }
+  ASSERT_EQ(refused.size(), 1u) << "TURN-UDP listeners only: the kernel relays nothing else";
+  EXPECT_EQ(refused[0].labels, (admin::Labels{{"listener", "udp"}}));
+  EXPECT_EQ(refused[0].value, 9);
+}
+
 TEST(MetricsTest, PeerConnectionsOfTcpAllocationsAreExportedByEvent) {
   Dataplane dataplane;
   ListenerSpec listener;
@@ -71,6 +95,7 @@ TEST(MetricsTest, PeerConnectionsOfTcpAllocationsAreExportedByEvent) {
   s.peer_connections_unbound = 6;
   stats.traffic.resize(kListener + 1);
   stats.traffic[kListener].handed_over = 7;
+  s.connection_reads_held = 8;
 
   const auto families = buildMetrics(stats, dataplane);
   const auto peer = [&](std::string_view event) {
@@ -83,6 +108,7 @@ TEST(MetricsTest, PeerConnectionsOfTcpAllocationsAreExportedByEvent) {
   EXPECT_EQ(peer("bound"), 5);
   EXPECT_EQ(peer("unbound"), 6);
   EXPECT_EQ(peer("handed_over"), 7);
+  EXPECT_EQ(peer("held"), 8);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // RFC 6062 peer connections over real loopback sockets: a connect from the relay's address, a
 // client data connection detached from its stream listener and joined to the peer connection,
-// bytes both ways without loss (also through a full buffer), and closes in either direction.
+// bytes both ways without loss (also through a full buffer), reads held at a bandwidth cap's
+// allowance, the client side counted for its listener, and closes in either direction.
 #include "daemon/peer_links.h"
 
 #include <fcntl.h>
@@ -9,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -23,15 +26,15 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 using Clock = std::chrono::steady_clock;
 
+// The listener the data connections came in on.
+constexpr turn::ListenerId kDataListener = 2;
+
 Bytes bytesOf(const std::string& s) { return Bytes(s.begin(), s.end()); }
 
 class PeerLinksTest : public ::testing::Test {
  protected:
   PeerLinksTest() {
-    PeerLinks::Callbacks cb;
-    cb.on_connected = [this](turn::ConnectionId id, bool up) { connected_.push_back({id, up}); };
-    cb.on_closed = [this](turn::ConnectionId id) { closed_.push_back(id); };
-    links_ = std::make_unique<PeerLinks>(loop_, cb);
+    links_ = std::make_unique<PeerLinks>(loop_, callbacks());
 
     // The client side: a TURN-TCP listener whose first frame (standing in for a ConnectionBind)
     // is answered with "OK" and detaches the connection.
@@ -57,6 +60,34 @@ class PeerLinksTest : public ::testing::Test {
     links_.reset();
     stream_.reset();
     for (int fd : fds_) ::close(fd);
+  }
+
+  // Records what the links report; no caps.
+  PeerLinks::Callbacks callbacks() {
+    PeerLinks::Callbacks cb;
+    cb.on_connected = [this](turn::ConnectionId id, bool up) { connected_.push_back({id, up}); };
+    cb.on_closed = [this](turn::ConnectionId id) { closed_.push_back(id); };
+    return cb;
+  }
+
+  // A peer connected to a TCP relay, its connection adopted by the links as `id`; the peer's
+  // (blocking) socket.
+  int adoptedPeer(turn::ConnectionId id) {
+    auto relay = net::listenTcp(*TransportAddress::parse("127.0.0.1:0"), {.reuse_port = true});
+    EXPECT_TRUE(relay);
+    const int peer = connectTo(*net::localAddress(relay->get()));
+    net::Accepted accepted = acceptOn(relay->get());
+    // acceptOn() made it blocking; the link wants it non-blocking.
+    ::fcntl(accepted.fd.get(), F_SETFL, ::fcntl(accepted.fd.get(), F_GETFL) | O_NONBLOCK);
+    links_->adopt(allocation_, id, std::move(accepted.fd));
+    return peer;
+  }
+
+  // True if nothing more arrives on `fd` while the loop runs for a while.
+  bool staysQuiet(int fd) {
+    for (int i = 0; i < 30; ++i) loop_.runOnce(std::chrono::milliseconds(2));
+    uint8_t byte;
+    return ::recv(fd, &byte, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN;
   }
 
   int track(int fd) {
@@ -156,7 +187,7 @@ TEST_F(PeerLinksTest, AConnectFromTheRelayAddressIsJoinedToTheDataConnectionBoth
   int client = -1;
   auto data = dataConnection(client, bytesOf("early"));
   ASSERT_TRUE(data);
-  links_->join(7, std::move(data));
+  links_->join(7, kDataListener, std::move(data));
   EXPECT_EQ(readExactly(client, 2), bytesOf("OK"));  // the bind's answer comes first
   EXPECT_EQ(readExactly(peer.fd.get(), 5), bytesOf("early"));
 
@@ -164,6 +195,12 @@ TEST_F(PeerLinksTest, AConnectFromTheRelayAddressIsJoinedToTheDataConnectionBoth
   EXPECT_EQ(readExactly(peer.fd.get(), 5), bytesOf("hello"));
   send(peer.fd.get(), bytesOf("world"));
   EXPECT_EQ(readExactly(client, 5), bytesOf("world"));
+  // The listener saw only the bind's frame; its series count the relayed bytes too.
+  ASSERT_GT(links_->listenerTraffic().size(), kDataListener);
+  const turn::TrafficCounters& wire = links_->listenerTraffic()[kDataListener];
+  EXPECT_EQ(wire.rx_bytes, 10u);  // "early" and "hello"
+  EXPECT_EQ(wire.tx_bytes, 5u);   // "world"
+  EXPECT_EQ(wire.rx_packets + wire.tx_packets, 0u);
 
   // The peer closes: the link goes, the core is told, the client sees EOF.
   peer.fd.reset();
@@ -192,20 +229,14 @@ TEST_F(PeerLinksTest, AConnectToAClosedPortFails) {
 }
 
 TEST_F(PeerLinksTest, AnAcceptedPeerIsBufferedUntilTheJoinAndAMegabyteCrossesAFullBuffer) {
-  auto relay = net::listenTcp(*TransportAddress::parse("127.0.0.1:0"), {.reuse_port = true});
-  ASSERT_TRUE(relay);
-  const int peer = connectTo(*net::localAddress(relay->get()));
-  net::Accepted accepted = acceptOn(relay->get());
-  // acceptOn() made it blocking; the link wants it non-blocking.
-  ::fcntl(accepted.fd.get(), F_SETFL, ::fcntl(accepted.fd.get(), F_GETFL) | O_NONBLOCK);
-  links_->adopt(allocation_, 11, std::move(accepted.fd));
+  const int peer = adoptedPeer(11);
   send(peer, bytesOf("before-bind"));
   for (int i = 0; i < 20; ++i) loop_.runOnce(std::chrono::milliseconds(5));
 
   int client = -1;
   auto data = dataConnection(client, {});
   ASSERT_TRUE(data);
-  links_->join(11, std::move(data));
+  links_->join(11, kDataListener, std::move(data));
   EXPECT_EQ(readExactly(client, 2), bytesOf("OK"));
   EXPECT_EQ(readExactly(client, 11), bytesOf("before-bind"));
 
@@ -237,6 +268,61 @@ TEST_F(PeerLinksTest, AnAcceptedPeerIsBufferedUntilTheJoinAndAMegabyteCrossesAFu
   ::shutdown(client, SHUT_RDWR);
   ASSERT_TRUE(runUntil([&] { return !closed_.empty(); }));
   EXPECT_EQ(closed_[0], 11u);
+}
+
+// Caps pace a stream rather than drop from it: each side reads no more than its allowance, a
+// side with none left is not read (its bytes wait in the kernel) and the sweep reads it again.
+TEST_F(PeerLinksTest, ACapHoldsReadsAtTheAllowanceAndTheSweepReadsOn) {
+  std::array<uint64_t, 2> allowance{1000, 1500};  // [to the client, to the peer]
+  std::array<uint64_t, 2> spent{};
+  PeerLinks::Callbacks cb = callbacks();
+  cb.allowance = [&](turn::AllocationId allocation, bool to_peer) {
+    EXPECT_EQ(allocation, allocation_);
+    return allowance[to_peer];
+  };
+  cb.spend = [&](turn::AllocationId, bool to_peer, uint64_t bytes) {
+    EXPECT_LE(bytes, allowance[to_peer]) << "read past the allowance";
+    allowance[to_peer] -= bytes;
+    spent[to_peer] += bytes;
+  };
+  links_ = std::make_unique<PeerLinks>(loop_, cb);
+  const int peer = adoptedPeer(13);
+  int client = -1;
+  auto data = dataConnection(client, {});
+  ASSERT_TRUE(data);
+  links_->join(13, kDataListener, std::move(data));
+  ASSERT_EQ(readExactly(client, 2), bytesOf("OK"));
+
+  Bytes down(4000);
+  Bytes up(4000);
+  for (size_t i = 0; i < down.size(); ++i) {
+    down[i] = static_cast<uint8_t>(i * 7);
+    up[i] = static_cast<uint8_t>(i * 13 + 1);
+  }
+  send(peer, down);
+  send(client, up);
+  Bytes to_client = readExactly(client, 1000);
+  Bytes to_peer = readExactly(peer, 1500);
+  EXPECT_EQ(to_client.size(), 1000u);
+  EXPECT_EQ(to_peer.size(), 1500u);
+  EXPECT_TRUE(staysQuiet(client));
+  EXPECT_TRUE(staysQuiet(peer));
+  // A sweep with nothing allowed yet reads nothing.
+  links_->sweep(Clock::now());
+  EXPECT_TRUE(staysQuiet(client));
+
+  allowance = {3000, 2500};
+  links_->sweep(Clock::now());
+  const Bytes rest_to_client = readExactly(client, 3000);
+  const Bytes rest_to_peer = readExactly(peer, 2500);
+  to_client.insert(to_client.end(), rest_to_client.begin(), rest_to_client.end());
+  to_peer.insert(to_peer.end(), rest_to_peer.begin(), rest_to_peer.end());
+  EXPECT_TRUE(to_client == down);
+  EXPECT_TRUE(to_peer == up);
+  EXPECT_EQ(spent, (std::array<uint64_t, 2>{4000, 4000}));
+  EXPECT_EQ(links_->listenerTraffic()[kDataListener].rx_bytes, 4000u);
+  EXPECT_EQ(links_->listenerTraffic()[kDataListener].tx_bytes, 4000u);
+  EXPECT_EQ(links_->size(), 1u);
 }
 
 // The hand-off between workers: a connection detached from one stream listener and adopted by

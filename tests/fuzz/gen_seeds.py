@@ -10,7 +10,8 @@ additions (named by their SHA-1) stay apart; re-running overwrites only the seed
   channel_data_fuzz  ChannelData frames, padded and not, and a stream of frames and STUN.
   turn_server_fuzz   step programs in the format turn_server_fuzz.cc decodes: full sessions
                      (allocate, permission, channel, relay both ways, refresh, expiry) under each
-                     config.
+                     config, and RFC 6062 sessions (TCP allocation, Connect, a peer connecting,
+                     ConnectionBind, bytes, caps, closes).
   config_fuzz        the example of docs/config.md and configs shaped like tests/config's.
   cds_message_fuzz   one byte picking the decoder (cds_message_fuzz.cc), then a list document, a
                      config id, an origin, a request target, a string to percent-encode or a
@@ -170,8 +171,12 @@ def channel_seeds():
 # The byte format is turn_server_fuzz.cc's; the helpers name its fields.
 
 ALLOCATE, CREATE_PERMISSION, CHANNEL_BIND, REFRESH, BINDING, CONNECTION_BIND = 0, 2, 3, 4, 5, 6
+CONNECT = 8
 PEER_ROUTED, PEER_ROUTED_2, PEER_RANGE, PEER_RANGE_BAD_PORT, PEER_DENIED = 0, 1, 2, 3, 4
 PEER_V6, PEER_V6_DENIED = 6, 7
+# RFC 6062 on the TURN-TCP listener, where 10.2.0.0/16 (PEER_ROUTED, PEER_ROUTED_2) is a TCP
+# cluster; PEER_ROUTED_2's port 6000 refuses connections.
+CONTROL, DATA = 3, 4
 
 
 def u16(v):
@@ -215,9 +220,45 @@ def a_raw(t, v):
     return bytes([10]) + u16(t) + bytes([len(v)]) + v
 
 
-def allocate(client, attrs=(), flags=0):
+def allocate(client, attrs=(), flags=0, tcp=None):
     # The first try draws 438 (empty nonce) and teaches the client its nonce; the second succeeds.
-    return req(client, ALLOCATE, flags, b"", attrs) * 2
+    # From a TCP client (CONTROL, DATA) the defaults ask for a TCP relay or a UDP one.
+    defaults = b"" if tcp is None else bytes([1 if tcp else 0])
+    return req(client, ALLOCATE, flags, defaults, attrs) * 2
+
+
+def connect(client, peer, flags=0):
+    return req(client, CONNECT, flags, bytes([peer]))
+
+
+def connection_bind(client, sel, flags=0, twice=True):
+    # sel picks one of the connections the server offered (in id order); the first try from a new
+    # data connection draws 438 and teaches it the nonce.
+    return req(client, CONNECTION_BIND, flags, bytes([sel])) * (2 if twice else 1)
+
+
+def connect_outcome(sel, up):
+    return bytes([15, 0, sel, 1 if up else 0])
+
+
+def peer_connects(alloc, peer):
+    return bytes([15, 1, alloc, peer])
+
+
+def connection_closes(sel):
+    return bytes([15, 2, sel])
+
+
+def relay_bytes(sel, to_peer, to_client, count_now=True):
+    return bytes([15, 3, sel]) + u16(to_peer) + u16(to_client) + bytes([1 if count_now else 0])
+
+
+def allowance(alloc, to_peer):
+    return bytes([15, 4, alloc, 1 if to_peer else 0])
+
+
+def control_closes():
+    return bytes([15, 5, 0])
 
 
 def create_permission(client, peer, flags=0):
@@ -295,7 +336,7 @@ def turn_seeds():
     w("errors",
       req(0, CREATE_PERMISSION, 0x02, bytes([0])),
       req(0, ALLOCATE, 0x01), req(0, ALLOCATE, 0x10),
-      req(0, ALLOCATE, 0x40), req(0, CONNECTION_BIND), req(0, 7),
+      req(0, ALLOCATE, 0x40), req(0, CONNECTION_BIND, 0, bytes([0]) + bytes(4)), req(0, 7),
       req(0, ALLOCATE, 0, b"", [a_raw(0x7777, b"??"), a_raw(0x0019, bytes([6, 0, 0, 0]))]),
       allocate(0, [a_family(150, True)]),
       req(0, CHANNEL_BIND, 0, bytes([0, PEER_DENIED])),
@@ -319,6 +360,31 @@ def turn_seeds():
       tick(3, 3, 200), tick(9, 3, 250), create_permission(0, PEER_ROUTED),
       tick(0, 1, 100), from_peer(0, PEER_ROUTED, b"late"), tick(255, 1, 255), tick(255),
       allocate(0))
+    w("rfc6062-connect",
+      allocate(CONTROL, tcp=True), create_permission(CONTROL, PEER_ROUTED),
+      connect(CONTROL, PEER_ROUTED), connect(CONTROL, PEER_ROUTED),  # the second: 446
+      connect_outcome(0, True), connection_bind(DATA, 0),
+      relay_bytes(0, 1000, 2000), relay_bytes(0, 5, 6, count_now=False), connection_closes(0),
+      connect(CONTROL, PEER_ROUTED_2),  # refused at once: 447
+      connect(CONTROL, PEER_RANGE),     # not a TCP cluster: 403
+      connect(CONTROL, PEER_DENIED), connect(CONTROL, PEER_ROUTED), connect_outcome(0, False),
+      connect(CONTROL, PEER_ROUTED), connect_outcome(0, True),
+      tick(15), tick(15), tick(3),  # never bound: closed after 30 s
+      control_closes(), connect(CONTROL, PEER_ROUTED))
+    w("rfc6062-accept",
+      allocate(CONTROL, tcp=True), peer_connects(0, PEER_ROUTED),  # no permission yet
+      create_permission(CONTROL, PEER_ROUTED), create_permission(CONTROL, PEER_RANGE),
+      peer_connects(0, PEER_ROUTED), peer_connects(0, PEER_RANGE),  # the second: not TCP
+      connection_bind(DATA, 0), connection_bind(DATA, 0, twice=False),  # bound: now 400
+      relay_bytes(0, 300, 400, count_now=False), refresh(CONTROL, 0),
+      allocate(CONTROL, tcp=False), peer_connects(0, PEER_ROUTED), connect(CONTROL, PEER_ROUTED),
+      allocate(0), connect(0, PEER_ROUTED), req(0, CONNECTION_BIND, 0, bytes([0]) + bytes(4)))
+    w("rfc6062-caps",
+      apply_config(1), allocate(CONTROL, tcp=True), create_permission(CONTROL, PEER_ROUTED),
+      allowance(0, True), allowance(0, False), allowance(0, True), tick(0, 3, 100),
+      allowance(0, True), connect(CONTROL, PEER_ROUTED), connect_outcome(0, True),
+      connection_bind(DATA, 0), relay_bytes(0, 65535, 65535), allowance(250, True),
+      apply_config(2), connect(CONTROL, PEER_ROUTED_2), apply_config(0), allowance(0, False))
 
 
 # --- config_fuzz ----------------------------------------------------------------------------

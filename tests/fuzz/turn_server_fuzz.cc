@@ -1,6 +1,7 @@
 // Fuzz target: the sans-I/O TURN core (src/turn/server.h) driven through a session decoded from
 // the input. Each step is one of:
-//   - a raw datagram from one of three clients (two IPv4 on listener 7, one IPv6 on listener 9);
+//   - a raw datagram from one of five clients (two IPv4 on listener 7, one IPv6 on listener 9, and
+//     on TURN-TCP listener 11 a control connection and a data connection, RFC 6062);
 //   - a request the harness builds and, unless the input says otherwise, authenticates properly
 //     (static user1/pass1 or a TURN REST credential for secret s3cret, realm kturn.test, the
 //     nonce from that client's last 401/438), with attributes and values the input chooses, so
@@ -8,8 +9,11 @@
 //   - ChannelData or a Send indication from a client;
 //   - a datagram from a peer to a relayed address, in a buffer with headroom (PeerPacket);
 //   - the simulated clock moving on, with or without onTick();
-//   - applyConfig() with one of four configs (static, ephemeral with quotas, withdrawn routes,
-//     auth none).
+//   - applyConfig() with one of four configs (static, ephemeral with quotas and bandwidth caps,
+//     withdrawn routes, auth none);
+//   - an RFC 6062 event from the I/O layer: a Connect's connection up or failed, a peer
+//     connecting to a TCP relay, a peer connection closing, its bytes counted, a cap's allowance
+//     asked and spent, or the control connection closing.
 // Invariants checked after every step:
 //   - every SendToClient/SendToPeer span lies inside the input datagram, the peer buffer or the
 //     Actions arena, and is sent to the client the step concerns;
@@ -19,6 +23,13 @@
 //   - every response parses as STUN, answers the request's transaction, and carries a valid
 //     MESSAGE-INTEGRITY under the request's key when it carries one;
 //   - the relays the fake allocator holds open are exactly the server's allocations;
+//   - the peer connections the fake allocator holds are exactly the server's, in the same state,
+//     each of a TCP allocation, made (Connect) or accepted only toward a peer a TCP cluster of the
+//     allocation's listener admits, accepted only under a permission, bound only once and only
+//     by a ConnectionBind from a connection holding no allocation; a Connect is answered (with
+//     its CONNECTION-ID, signed) and a ConnectionAttempt sent only to the allocation's client;
+//   - a connection's bytes reach its allocation's counters exactly once;
+//   - without caps the allowance is unlimited, with caps it never exceeds the burst;
 //   - after onTick(now) no allocation whose lifetime ended by the last whole second survives.
 //
 // Input format (all reads past the end yield zeros; see tests/fuzz/gen_seeds.py for seeds):
@@ -33,6 +44,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fuzz_check.h"
@@ -44,6 +56,7 @@
 #include "stun/message_builder.h"
 #include "turn/authenticator.h"
 #include "turn/server.h"
+#include "turn/token_bucket.h"
 
 namespace {
 
@@ -90,6 +103,7 @@ struct Client {
 
 constexpr ListenerId kListener4 = 7;
 constexpr ListenerId kListener6 = 9;
+constexpr ListenerId kListenerTcp = 11;  // TURN-TCP: 10.2.0.0/16 is a TCP cluster there
 
 const std::array<TransportAddress, 8>& peers() {
   static const std::array<TransportAddress, 8> p = {
@@ -108,7 +122,13 @@ const std::array<TransportAddress, 8>& peers() {
 ListenerPolicy policy(ListenerId id, bool withdrawn) {
   ListenerPolicy l;
   l.id = id;
-  l.name = id == kListener4 ? "default/gw/udp" : "default/gw/udp6";
+  l.name = id == kListener4 ? "default/gw/udp" : id == kListener6 ? "default/gw/udp6" : "gw/tcp";
+  if (id == kListenerTcp) {
+    l.peers.push_back(
+        PeerRange{*IpAddress::parse("10.2.0.0"), 16, 0, 65535, 1, TransportProtocol::kTcp});
+    l.peers.push_back(PeerRange{*IpAddress::parse("10.3.0.5"), 32, 10000, 20000});
+    return l;
+  }
   if (withdrawn) {
     l.peers.push_back(PeerRange{*IpAddress::parse("10.2.0.0"), 24, 0, 65535});
     return l;
@@ -127,7 +147,8 @@ const std::array<ServerConfigPtr, 4>& configs() {
     base.static_username = "user1";
     base.static_password = "pass1";
     base.shared_secret = "s3cret";
-    base.listeners = {policy(kListener4, false), policy(kListener6, false)};
+    base.listeners = {policy(kListener4, false), policy(kListener6, false),
+                      policy(kListenerTcp, false)};
 
     ServerConfig ephemeral = base;
     ephemeral.auth_mode = AuthMode::kEphemeral;
@@ -135,6 +156,8 @@ const std::array<ServerConfigPtr, 4>& configs() {
     ephemeral.max_allocations = 3;
     ephemeral.software = "";
     ephemeral.lifetimes = {Seconds(30), Seconds(120), Seconds(20), Seconds(40), Seconds(15)};
+    ephemeral.allocation_bytes_per_second = 4000;
+    ephemeral.listener_bytes_per_second = 40000;
 
     ServerConfig withdrawn = base;
     withdrawn.listeners = {policy(kListener4, true)};
@@ -162,7 +185,17 @@ class FakeRelays : public RelayAllocator {
     ListenerId listener;
     TransportAddress relayed;
     std::optional<TransportAddress> additional;  // a dual allocation's IPv6 relay
+    bool tcp = false;                            // RFC 6062
   };
+  // A peer connection as the daemon's PeerLinks holds it.
+  struct Connection {
+    AllocationId allocation;
+    TransportAddress peer;
+    PeerConnection::State state = PeerConnection::State::kConnecting;
+    ConnectionTraffic uncounted;  // relayed, not yet taken by the core
+  };
+  // The config the server runs, for checking connects against its TCP clusters.
+  const ServerConfig* config = nullptr;
 
   Result<RelayGrant> open(const RelayRequest& request) override {
     FUZZ_CHECK(!open_.contains(request.allocation.index));
@@ -179,13 +212,15 @@ class FakeRelays : public RelayAllocator {
     } else if (request.additional_ipv6) {
       grant.additional_error = Error::Code::kExhausted;
     }
-    open_[request.allocation.index] = Open{request.allocation, request.five_tuple, request.listener,
-                                           grant.relayed, grant.additional};
+    open_[request.allocation.index] =
+        Open{request.allocation, request.five_tuple, request.listener,
+             grant.relayed,      grant.additional,   request.protocol == TransportProtocol::kTcp};
     return grant;
   }
   void close(AllocationId id) override {
     const auto it = open_.find(id.index);
     if (it != open_.end() && it->second.id == id) open_.erase(it);
+    std::erase_if(connections_, [id](const auto& c) { return c.second.allocation == id; });
   }
   void closeFamily(AllocationId id, AddressFamily family) override {
     const auto it = open_.find(id.index);
@@ -194,17 +229,48 @@ class FakeRelays : public RelayAllocator {
     if (o.relayed.family() == family) o.relayed = *o.additional;
     o.additional.reset();
   }
-  // RFC 6062: the fuzzed clients speak over UDP, where no TCP allocation can be made.
-  bool connectPeer(AllocationId, ConnectionId, const TransportAddress&) override {
-    FUZZ_CHECK(false);
-    return false;
+  // RFC 6062. A connect starts only for a TCP allocation, toward a peer one of the TCP clusters
+  // of its listener admits; one to port 6000 fails at once.
+  bool connectPeer(AllocationId allocation, ConnectionId id,
+                   const TransportAddress& peer) override {
+    const Open* o = find(allocation);
+    FUZZ_CHECK(o != nullptr && o->tcp);
+    FUZZ_CHECK(id != 0 && !connections_.contains(id));
+    const ListenerPolicy* policy = config->listener(o->listener);
+    FUZZ_CHECK(policy != nullptr && policy->admittingTcp(peer) != nullptr);
+    if (peer.port == 6000) return false;
+    connections_[id] = Connection{allocation, peer};
+    return true;
   }
-  void bindConnection(ConnectionId, const FiveTuple&) override { FUZZ_CHECK(false); }
-  void closeConnection(ConnectionId) override { FUZZ_CHECK(false); }
-  ConnectionTraffic takeConnectionTraffic(ConnectionId) override {
-    FUZZ_CHECK(false);
-    return {};
+  void bindConnection(ConnectionId id, const FiveTuple& data) override {
+    const auto it = connections_.find(id);
+    FUZZ_CHECK(it != connections_.end());
+    FUZZ_CHECK(it->second.state == PeerConnection::State::kPendingBind);
+    it->second.state = PeerConnection::State::kBound;
+    last_bind_ = data;
+    ++binds_;
   }
+  void closeConnection(ConnectionId id) override { connections_.erase(id); }
+  ConnectionTraffic takeConnectionTraffic(ConnectionId id) override {
+    const auto it = connections_.find(id);
+    return it == connections_.end() ? ConnectionTraffic{} : std::exchange(it->second.uncounted, {});
+  }
+
+  // The harness plays the I/O layer's part: what the sockets did.
+  std::map<ConnectionId, Connection>& connections() { return connections_; }
+  Connection* connection(ConnectionId id) {
+    const auto it = connections_.find(id);
+    return it != connections_.end() ? &it->second : nullptr;
+  }
+  // The `sel`-th connection (wrapping), or nothing when there are none.
+  std::optional<ConnectionId> pickConnection(uint8_t sel) const {
+    if (connections_.empty()) return std::nullopt;
+    auto it = connections_.begin();
+    std::advance(it, sel % connections_.size());
+    return it->first;
+  }
+  uint32_t binds() const { return binds_; }
+  const FiveTuple& lastBind() const { return last_bind_; }
 
   const std::map<uint32_t, Open>& open() const { return open_; }
   const Open* find(AllocationId id) const {
@@ -222,6 +288,9 @@ class FakeRelays : public RelayAllocator {
   }
 
   std::map<uint32_t, Open> open_;
+  std::map<ConnectionId, Connection> connections_;
+  FiveTuple last_bind_{};
+  uint32_t binds_ = 0;
   uint16_t next_port_ = 49152;
   uint32_t dual_requests_ = 0;
 };
@@ -251,6 +320,13 @@ class Session {
                          .listener = kListener4};
     clients_[2] = Client{.tuple = {TransportProtocol::kUdp, addr("[2001:db8::10]:40002"), server6},
                          .listener = kListener6};
+    // RFC 6062: a control connection and a data connection from the same host.
+    clients_[kControl] =
+        Client{.tuple = {TransportProtocol::kTcp, addr("192.0.2.12:41000"), server4},
+               .listener = kListenerTcp};
+    clients_[kData] = Client{.tuple = {TransportProtocol::kTcp, addr("192.0.2.12:42000"), server4},
+                             .listener = kListenerTcp};
+    relays_.config = configs()[0].get();
   }
 
   void run(Reader& in) {
@@ -281,13 +357,16 @@ class Session {
           peerDatagram(in);
           break;
         case 13:
-        case 15:
           advance(in);
           break;
         case 14:
           config_ = in.u8() % configs().size();
+          relays_.config = configs()[config_].get();
           server_.applyConfig(configs()[config_]);
           checkTable();
+          break;
+        case 15:
+          connectionEvent(in);
           break;
       }
     }
@@ -344,7 +423,8 @@ class Session {
 
   void request(Reader& in) {
     Client& c = clients_[in.u8() % clients_.size()];
-    static constexpr uint16_t kMethods[] = {0x003, 0x003, 0x008, 0x009, 0x004, 0x001, 0x00b, 0x0ff};
+    static constexpr uint16_t kMethods[] = {0x003, 0x003, 0x008, 0x009, 0x004,
+                                            0x001, 0x00b, 0x0ff, 0x00a};
     const uint16_t method = kMethods[in.u8() % std::size(kMethods)];
     const uint8_t flags = in.u8();
     const bool defaults = !(flags & 0x01);
@@ -361,7 +441,7 @@ class Session {
     c.last_txid = txid;
     stun::MessageBuilder b(buf, method, stun::MessageClass::kRequest, txid);
 
-    if (defaults) addDefaults(b, method, in);
+    if (defaults) addDefaults(b, method, c, in);
     const int extra = in.u8() % 8;
     for (int i = 0; i < extra; ++i) addAttribute(b, in);
 
@@ -398,16 +478,25 @@ class Session {
     fromClient(c, key ? &*key : nullptr);
   }
 
-  void addDefaults(stun::MessageBuilder& b, uint16_t method, Reader& in) {
+  void addDefaults(stun::MessageBuilder& b, uint16_t method, const Client& c, Reader& in) {
     switch (method) {
       case 0x003: {
-        const uint8_t udp[] = {17, 0, 0, 0};
-        b.add(attr::kRequestedTransport, udp);
+        // Over TCP, half the Allocates ask for a TCP relay (RFC 6062).
+        const bool tcp = c.tuple.protocol == TransportProtocol::kTcp && (in.u8() & 1) != 0;
+        const uint8_t transport[] = {static_cast<uint8_t>(tcp ? 6 : 17), 0, 0, 0};
+        b.add(attr::kRequestedTransport, transport);
         break;
       }
       case 0x008:
+      case 0x00a:  // Connect
         b.addXorAddress(attr::kXorPeerAddress, peers()[in.u8() % peers().size()]);
         break;
+      case 0x00b: {  // ConnectionBind: mostly a connection the server offered
+        const uint8_t sel = in.u8();
+        const auto known = relays_.pickConnection(sel);
+        b.addUint32(attr::kConnectionId, sel < 200 && known ? *known : in.u32());
+        break;
+      }
       case 0x009: {
         const uint16_t channel = static_cast<uint16_t>(stun::kMinChannelNumber + in.u8() % 4);
         const uint8_t number[] = {static_cast<uint8_t>(channel >> 8), static_cast<uint8_t>(channel),
@@ -551,6 +640,170 @@ class Session {
     checkTable();
   }
 
+  // RFC 6062: what the I/O layer reports about peer connections.
+  void connectionEvent(Reader& in) {
+    const uint8_t what = in.u8();
+    const uint8_t sel = in.u8();
+    actions_.clear();
+    switch (what % 6) {
+      case 0:
+        connectOutcome(sel, in.u8() & 1);
+        break;
+      case 1:
+        peerConnects(sel, peers()[in.u8() % peers().size()]);
+        break;
+      case 2:
+        if (const auto id = relays_.pickConnection(sel)) {
+          // The link tells the core while it is still there (its last bytes), then goes.
+          const uint64_t before = allocationBytes(relays_.connection(*id)->allocation);
+          const ConnectionTraffic left = relays_.connection(*id)->uncounted;
+          server_.onConnectionClosed(*id);
+          FUZZ_CHECK(allocationBytes(relays_.connection(*id)->allocation) ==
+                     before + left.to_peer + left.to_client);
+          relays_.connections().erase(*id);
+        }
+        break;
+      case 3:
+        relayBytes(sel, in);
+        break;
+      case 4:
+        allowance(sel, in);
+        break;
+      case 5: {
+        // The control connection closes: its allocation ends (RFC 6062 §3), and a new one opens.
+        Client& control = clients_[kControl];
+        server_.onClientClosed(control.tuple, now_);
+        FUZZ_CHECK(server_.findAllocation(control.tuple) == nullptr);
+        control.tuple.client.port = static_cast<uint16_t>(control.tuple.client.port + 1);
+        break;
+      }
+    }
+    checkTable();
+  }
+
+  // A connecting link came up or failed: the Connect is answered, to the allocation's client.
+  void connectOutcome(uint8_t sel, bool up) {
+    const auto id = relays_.pickConnection(sel);
+    if (!id || relays_.connection(*id)->state != PeerConnection::State::kConnecting) return;
+    const FakeRelays::Open* o = relays_.find(relays_.connection(*id)->allocation);
+    FUZZ_CHECK(o != nullptr);
+    Allocation* a = server_.findAllocation(o->five_tuple);
+    FUZZ_CHECK(a != nullptr);
+    const stun::IntegrityKey key = a->key;
+    if (up) {
+      relays_.connection(*id)->state = PeerConnection::State::kPendingBind;
+    } else {
+      relays_.connections().erase(*id);  // the daemon drops a failed link before telling
+    }
+    server_.onPeerConnected(*id, up, now_, actions_);
+    FUZZ_CHECK(actions_.to_clients.size() == 1 && actions_.to_peers.empty());
+    const SendToClient& s = actions_.to_clients[0];
+    FUZZ_CHECK(s.client == o->five_tuple.client && s.listener == o->listener);
+    const auto reply = stun::MessageView::parse(s.data);
+    FUZZ_CHECK(reply && reply->method() == stun::Method::kConnect);
+    FUZZ_CHECK(reply->messageClass() ==
+               (up ? stun::MessageClass::kSuccessResponse : stun::MessageClass::kErrorResponse));
+    FUZZ_CHECK(stun::checkMessageIntegrity(*reply, key.span()) == stun::IntegrityCheck::kValid);
+    if (up) {
+      const auto cid = reply->value(attr::kConnectionId);
+      FUZZ_CHECK(cid && stun::decodeUint32(*cid) == *id);
+    }
+  }
+
+  // A peer connects to the relayed address of an open allocation: offered to the client with a
+  // ConnectionAttempt only under a permission, from a TCP cluster the listener admits.
+  void peerConnects(uint8_t sel, const TransportAddress& peer) {
+    const auto& open = relays_.open();
+    AllocationId allocation{sel, 1};
+    if (!open.empty() && sel < 240) {
+      auto it = open.begin();
+      std::advance(it, sel % open.size());
+      allocation = it->second.id;
+    }
+    const ConnectionId id = server_.onPeerConnectionAccepted(allocation, peer, now_, actions_);
+    if (id == 0) {
+      FUZZ_CHECK(actions_.to_clients.empty());
+      return;
+    }
+    const FakeRelays::Open* o = relays_.find(allocation);
+    FUZZ_CHECK(o != nullptr && o->tcp);
+    Allocation* a = server_.findAllocation(o->five_tuple);
+    FUZZ_CHECK(a != nullptr);
+    const Permission* permission = a->findPermission(peer.ip);
+    FUZZ_CHECK(permission != nullptr && permission->expires > now_.mono);
+    const ListenerPolicy* policy = config().listener(a->listener);
+    FUZZ_CHECK(policy != nullptr && policy->admittingTcp(peer, true) != nullptr);
+    FUZZ_CHECK(relays_.connection(id) == nullptr);
+    relays_.connections()[id] =
+        FakeRelays::Connection{allocation, peer, PeerConnection::State::kPendingBind, {}};
+    FUZZ_CHECK(actions_.to_clients.size() == 1);
+    const SendToClient& s = actions_.to_clients[0];
+    FUZZ_CHECK(s.client == o->five_tuple.client && s.listener == o->listener);
+    const auto m = stun::MessageView::parse(s.data);
+    FUZZ_CHECK(m && m->isIndication() && m->method() == stun::Method::kConnectionAttempt);
+    const auto cid = m->value(attr::kConnectionId);
+    FUZZ_CHECK(cid && stun::decodeUint32(*cid) == id);
+    const auto p = m->value(attr::kXorPeerAddress);
+    FUZZ_CHECK(p && stun::decodeXorAddress(*p, m->xorPad()) == peer);
+  }
+
+  // A bound connection relays bytes; counted now or later (on close or the allocation's end).
+  void relayBytes(uint8_t sel, Reader& in) {
+    const auto id = relays_.pickConnection(sel);
+    const uint16_t to_peer = in.u16();
+    const uint16_t to_client = in.u16();
+    const bool count_now = in.u8() & 1;
+    if (!id || relays_.connection(*id)->state != PeerConnection::State::kBound) return;
+    FakeRelays::Connection& c = *relays_.connection(*id);
+    c.uncounted.to_peer += to_peer;
+    c.uncounted.to_client += to_client;
+    if (!count_now) return;
+    // countConnectionTraffic() takes every bound connection's bytes: those of c's allocation
+    // must land in its counters, exactly.
+    uint64_t pending = 0;
+    for (const auto& [other, o] : relays_.connections()) {
+      if (o.allocation == c.allocation) pending += o.uncounted.to_peer + o.uncounted.to_client;
+    }
+    const uint64_t before = allocationBytes(c.allocation);
+    server_.countConnectionTraffic();
+    FUZZ_CHECK(allocationBytes(c.allocation) == before + pending);
+    for (const auto& [other, o] : relays_.connections()) {
+      FUZZ_CHECK(o.uncounted.to_peer == 0 && o.uncounted.to_client == 0);
+    }
+  }
+
+  // A link asks what a cap lets it read, and reads it: then nothing is left at that instant.
+  void allowance(uint8_t sel, Reader& in) {
+    const auto& open = relays_.open();
+    AllocationId allocation{sel, 1};
+    if (!open.empty() && sel < 240) {
+      auto it = open.begin();
+      std::advance(it, sel % open.size());
+      allocation = it->second.id;
+    }
+    const bool to_peer = in.u8() & 1;
+    const uint64_t allowed = server_.connectionAllowance(allocation, to_peer, now_.mono);
+    const ServerConfig& c = config();
+    const bool capped = c.allocation_bytes_per_second != 0 || c.listener_bytes_per_second != 0;
+    if (!capped || relays_.find(allocation) == nullptr) {
+      FUZZ_CHECK(allowed == UINT64_MAX);
+      return;
+    }
+    if (c.allocation_bytes_per_second != 0) {
+      FUZZ_CHECK(allowed <= TokenBucket::burstFor(c.allocation_bytes_per_second));
+    }
+    server_.spendConnectionAllowance(allocation, to_peer, allowed);
+    FUZZ_CHECK(server_.connectionAllowance(allocation, to_peer, now_.mono) == 0);
+  }
+
+  uint64_t allocationBytes(AllocationId id) {
+    const FakeRelays::Open* o = relays_.find(id);
+    FUZZ_CHECK(o != nullptr);
+    const Allocation* a = server_.findAllocation(o->five_tuple);
+    FUZZ_CHECK(a != nullptr);
+    return a->bytes_to_peers + a->bytes_to_client;
+  }
+
   void advance(Reader& in) {
     const uint8_t sel = in.u8();
     const uint8_t flags = in.u8();
@@ -581,7 +834,16 @@ class Session {
   void fromClient(Client& c, const stun::IntegrityKey* key) {
     actions_.clear();
     const uint8_t* arena = actions_.scratch(0).data();
+    const uint32_t binds = relays_.binds();
     server_.onClientPacket(c.listener, c.tuple, input_, now_, actions_);
+    const bool bound = relays_.binds() != binds;
+    if (bound) {
+      // A ConnectionBind joined this connection to a peer's: only from a TCP connection that
+      // holds no allocation.
+      FUZZ_CHECK(relays_.binds() == binds + 1 && relays_.lastBind() == c.tuple);
+      FUZZ_CHECK(c.tuple.protocol == TransportProtocol::kTcp);
+      FUZZ_CHECK(server_.findAllocation(c.tuple) == nullptr);
+    }
     const auto in_view = stun::MessageView::parse(input_);
     FUZZ_CHECK(actions_.to_clients.size() <= 1);
     for (const SendToClient& s : actions_.to_clients) {
@@ -624,6 +886,9 @@ class Session {
       checkRelayAllowed(*a, s.peer);
     }
     checkTable();
+    // From now on a bound connection carries the peer's bytes, never frames: the next data
+    // connection comes from another port.
+    if (bound) c.tuple.client.port = static_cast<uint16_t>(c.tuple.client.port + 1);
   }
 
   // Prints the current input datagram and an output, for a failing check.
@@ -670,14 +935,24 @@ class Session {
     FUZZ_CHECK(std::equal(d->begin(), d->end(), payload.begin(), payload.end()));
   }
 
-  // The fake allocator's open relays are exactly the server's allocations.
+  // The fake allocator's open relays are exactly the server's allocations, and its peer
+  // connections exactly theirs, in the same state.
   void checkTable() {
     FUZZ_CHECK(relays_.open().size() == server_.allocationCount());
+    size_t connections = 0;
     for (const auto& [index, o] : relays_.open()) {
       Allocation* a = server_.findAllocation(o.five_tuple);
       FUZZ_CHECK(a != nullptr && a->id == o.id && a->relayed == o.relayed &&
                  a->relayed_additional == o.additional);
+      FUZZ_CHECK(a->connections.empty() || a->relay_protocol == TransportProtocol::kTcp);
+      for (const PeerConnection& pc : a->connections) {
+        const FakeRelays::Connection* c = relays_.connection(pc.id);
+        FUZZ_CHECK(c != nullptr && c->allocation == a->id && c->peer == pc.peer &&
+                   c->state == pc.state);
+        ++connections;
+      }
     }
+    FUZZ_CHECK(connections == relays_.connections().size());
   }
 
   stun::TransactionId nextTxid() {
@@ -695,7 +970,9 @@ class Session {
   size_t config_ = 0;
   Actions& actions_;
   Now now_{MonoTime(Seconds(kMonoStartSeconds)), kUnixStart};
-  std::array<Client, 3> clients_;
+  static constexpr size_t kControl = 3;  // RFC 6062 control connection
+  static constexpr size_t kData = 4;     // RFC 6062 data connection
+  std::array<Client, 5> clients_;
   std::vector<uint8_t> input_;
   std::vector<uint8_t> peer_buffer_;
   uint32_t txid_counter_ = 0;

@@ -386,6 +386,46 @@ TEST_F(TcpAllocationTest, AClosingConnectionsLastBytesAreCounted) {
   EXPECT_EQ(server_->stats().peer_bytes_relayed, 60u);
 }
 
+// A stream is paced rather than dropped: the I/O layer reads no more than the allowance, the
+// least of what the allocation's and the listener's buckets hold, and spends what it read.
+TEST_F(TcpAllocationTest, PeerConnectionsArePacedByTheAllocationAndListenerCaps) {
+  const ConnectionId id = connected(tcp_peer_);
+  ASSERT_EQ(connectionBind(id).cls(), stun::MessageClass::kSuccessResponse);
+  const AllocationId allocation = server_->findAllocation(tuple_)->id;
+  EXPECT_EQ(server_->connectionAllowance(allocation, true, now_.mono), UINT64_MAX);  // no caps
+
+  ServerConfig c = server_->config();
+  c.allocation_bytes_per_second = 64'000;  // a 32,000 B burst
+  c.listener_bytes_per_second = 32'000;    // a 16 KiB burst (the minimum)
+  server_->applyConfig(std::make_shared<const ServerConfig>(c));
+  const MonoTime t = now_.mono;
+  EXPECT_EQ(server_->connectionAllowance(allocation, true, t), 16'384u);  // the listener's
+  server_->spendConnectionAllowance(allocation, true, 16'384);
+  EXPECT_EQ(server_->connectionAllowance(allocation, true, t), 0u);
+  EXPECT_EQ(server_->stats().connection_reads_held, 1u);
+  EXPECT_EQ(server_->connectionAllowance(allocation, false, t), 16'384u);  // its own budget
+  // 100 ms refill 3,200 B at the listener's rate (and 6,400 B at the allocation's).
+  const MonoTime later = t + std::chrono::milliseconds(100);
+  EXPECT_EQ(server_->connectionAllowance(allocation, true, later), 3'200u);
+  server_->spendConnectionAllowance(allocation, true, 3'200);
+  EXPECT_EQ(server_->connectionAllowance(allocation, true, later), 0u);
+
+  // The listener's budget is shared: what the first allocation spent, a second one lacks, and
+  // with the listener's cap lifted the second's own budget is whole.
+  tuple_.client = addr("192.0.2.20:40000");
+  control_ = tuple_;
+  ASSERT_EQ(allocateTcp().cls(), stun::MessageClass::kSuccessResponse);
+  const AllocationId second = server_->findAllocation(tuple_)->id;
+  EXPECT_EQ(server_->connectionAllowance(second, true, later), 0u);
+  c.listener_bytes_per_second = 0;
+  server_->applyConfig(std::make_shared<const ServerConfig>(c));
+  EXPECT_EQ(server_->connectionAllowance(second, true, later), 32'000u);
+  // The first's: its burst, less what it spent, plus 100 ms at its own rate.
+  EXPECT_EQ(server_->connectionAllowance(allocation, true, later),
+            32'000u - 16'384u - 3'200u + 6'400u);
+  EXPECT_EQ(server_->connectionAllowance(AllocationId{999, 1}, true, t), UINT64_MAX);  // gone
+}
+
 TEST_F(TcpAllocationTest, ConnectionIdsCarryTheOwningWorkerInTheirTopByte) {
   connection_prefix_ = 5;
   ServerConfig c = staticConfig();

@@ -206,6 +206,39 @@ void Server::countConnection(Allocation& a, const PeerConnection& c) {
   countCluster(cluster, false, t.to_client, 0);
 }
 
+uint64_t Server::connectionAllowance(AllocationId allocation, bool to_peer, MonoTime now) {
+  const ServerConfig& c = *config_;
+  if (c.allocation_bytes_per_second == 0 && c.listener_bytes_per_second == 0) return UINT64_MAX;
+  Allocation* a = allocations_.find(allocation);
+  if (a == nullptr) return UINT64_MAX;  // its connections are closing
+  uint64_t allowed = UINT64_MAX;
+  if (c.allocation_bytes_per_second != 0) {
+    allowed = (to_peer ? a->budget_to_peers : a->budget_to_client)
+                  .available(now, c.allocation_bytes_per_second);
+  }
+  if (c.listener_bytes_per_second != 0 && a->listener < listener_budget_.size()) {
+    allowed = std::min(allowed, listener_budget_[a->listener][to_peer ? 0 : 1].available(
+                                    now, c.listener_bytes_per_second));
+  }
+  if (allowed == 0) {
+    countFor(a->listener);
+    ++cur_->connection_reads_held;
+  }
+  return allowed;
+}
+
+void Server::spendConnectionAllowance(AllocationId allocation, bool to_peer, uint64_t bytes) {
+  const ServerConfig& c = *config_;
+  Allocation* a = allocations_.find(allocation);
+  if (a == nullptr) return;
+  if (c.allocation_bytes_per_second != 0) {
+    (to_peer ? a->budget_to_peers : a->budget_to_client).spend(bytes);
+  }
+  if (c.listener_bytes_per_second != 0 && a->listener < listener_budget_.size()) {
+    listener_budget_[a->listener][to_peer ? 0 : 1].spend(bytes);
+  }
+}
+
 void Server::expireConnections(Allocation& allocation, MonoTime now) {
   std::erase_if(allocation.connections, [&](const PeerConnection& c) {
     if (c.state != PeerConnection::State::kPendingBind || c.deadline > now) return false;

@@ -212,6 +212,21 @@ inline constexpr MetricSpec kOffloadChannels{
     .label_names = {},
 };
 
+// outcome values of kUdpGsoTrainsTotal.
+namespace gso_outcome {
+inline constexpr std::string_view kSent = "sent";        // one message, cut up by the kernel
+inline constexpr std::string_view kRefused = "refused";  // sent again datagram by datagram
+}  // namespace gso_outcome
+
+inline constexpr MetricSpec kUdpGsoTrainsTotal{
+    .name = "kturn_udp_gso_trains_total",
+    .help =
+        "Trains of UDP datagrams to one destination sent as one GSO message, or refused by "
+        "the kernel and sent datagram by datagram",
+    .type = MetricType::kCounter,
+    .label_names = kOutcome,
+};
+
 inline constexpr MetricSpec kOffloadRefusedTotal{
     .name = "kturn_offload_refused_total",
     .help =

@@ -78,6 +78,7 @@ Result<void> Daemon::start() {
     Worker::Options wo;
     wo.index = i;
     wo.session_log = options_.session_log;
+    wo.udp_gso = options_.udp_gso;
     workers_.push_back(std::make_unique<Worker>(wo, dataplane_, reservations_));
   }
   std::vector<Worker*> siblings;
@@ -503,6 +504,8 @@ WorkerStats Daemon::collectStats() {
     total.datagrams_sent += s.datagrams_sent;
     total.send_dropped += s.send_dropped;
     total.send_syscalls += s.send_syscalls;
+    total.send_gso_trains += s.send_gso_trains;
+    total.send_gso_fallbacks += s.send_gso_fallbacks;
     total.receive_syscalls += s.receive_syscalls;
     total.request_times += s.request_times;
     total.offload_channels += s.offload_channels;

@@ -199,6 +199,11 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     durations.histograms.push_back(std::move(h));
   }
   // The eBPF fast path: channels it holds, and what its program did (daemon-wide).
+  auto gso = admin::familyOf(ks::kUdpGsoTrainsTotal);
+  gso.samples.push_back({labels({{ks::kLabelOutcome, ks::gso_outcome::kSent}}),
+                         static_cast<double>(stats.send_gso_trains)});
+  gso.samples.push_back({labels({{ks::kLabelOutcome, ks::gso_outcome::kRefused}}),
+                         static_cast<double>(stats.send_gso_fallbacks)});
   auto offload_channels = admin::familyOf(ks::kOffloadChannels);
   offload_channels.samples.push_back({{}, static_cast<double>(stats.offload_channels)});
   auto offload_outcomes = admin::familyOf(ks::kOffloadDatagramsTotal);
@@ -230,6 +235,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                   &offload_refused,
                   &offload_channels,
                   &offload_outcomes,
+                  &gso,
                   &durations}) {
     out.push_back(std::move(*f));
   }

@@ -71,7 +71,7 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
           static_cast<uint32_t>(options.index * 7919)),
       session_log_(options.session_log, options.index),
       rx_(options.batch_size, options.max_datagram),
-      tx_(options.batch_size * 2) {
+      tx_(options.batch_size * 2, options.udp_gso) {
   relays_.setDataplane(dataplane_);
   session_log_.setDataplane(dataplane_);
   server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions(options.index));
@@ -314,6 +314,8 @@ void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
     s.datagrams_sent = tx_.sent();
     s.send_dropped = tx_.dropped();
     s.send_syscalls = tx_.syscalls();
+    s.send_gso_trains = tx_.gsoMessages();
+    s.send_gso_fallbacks = tx_.gsoFallbacks();
     done(s);
   });
 }

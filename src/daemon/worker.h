@@ -67,6 +67,8 @@ struct WorkerStats {
   uint64_t datagrams_sent = 0;
   uint64_t send_dropped = 0;
   uint64_t send_syscalls = 0;
+  uint64_t send_gso_trains = 0;     // trains of datagrams sent as one UDP GSO message
+  uint64_t send_gso_fallbacks = 0;  // trains the kernel refused, sent datagram by datagram
   uint64_t receive_syscalls = 0;
   RequestTimes request_times;
   uint64_t offload_channels = 0;           // channels the kernel fast path holds now
@@ -80,6 +82,7 @@ class Worker {
     size_t batch_size = 64;  // datagrams per recvmmsg/sendmmsg
     size_t max_datagram = 65535;
     int socket_buffer = 4 << 20;  // SO_RCVBUF/SO_SNDBUF of listener sockets
+    bool udp_gso = true;          // send trains to one destination as one message (UDP_SEGMENT)
     SessionLogOptions session_log;
   };
 

@@ -1,7 +1,12 @@
 #include "net/udp_send_batch.h"
 
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 #include "net/sockaddr.h"
 
@@ -14,14 +19,37 @@ constexpr size_t kMaxPerCall = 1024;
 
 }  // namespace
 
-UdpSendBatch::UdpSendBatch(size_t max_messages)
+UdpSendBatch::UdpSendBatch(size_t max_messages, bool gso)
     : msgs_(std::max<size_t>(max_messages, 1)),
       iovecs_(msgs_.size()),
       names_(msgs_.size()),
       fds_(msgs_.size(), -1),
       grouped_msgs_(msgs_.size()),
       grouped_fds_(msgs_.size()),
-      taken_(msgs_.size()) {}
+      taken_(msgs_.size()),
+      gso_(gso && gsoSupported()) {
+  if (gso_) {
+    train_msgs_.resize(msgs_.size());
+    trains_.resize(msgs_.size());
+    train_iovecs_.resize(msgs_.size());
+    train_controls_.resize(msgs_.size());
+  }
+}
+
+bool UdpSendBatch::gsoSupported() {
+  // Kernels without UDP GSO ignore a SOL_UDP control message and would send a train as one
+  // datagram; they also refuse this option, which kernels with it answer.
+  static const bool supported = [] {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    int size = 0;
+    socklen_t len = sizeof size;
+    const bool ok = ::getsockopt(fd, SOL_UDP, UDP_SEGMENT, &size, &len) == 0;
+    ::close(fd);
+    return ok;
+  }();
+  return supported;
+}
 
 bool UdpSendBatch::queue(int fd, const TransportAddress& to, std::span<const uint8_t> data) {
   if (count_ == msgs_.size()) return false;
@@ -78,7 +106,11 @@ void UdpSendBatch::flush() {
   while (begin < count_) {
     size_t end = begin + 1;
     while (end < count_ && fds_[end] == fds_[begin]) ++end;
-    sendRun(fds_[begin], begin, end);
+    if (gso_) {
+      sendTrains(fds_[begin], begin, end);
+    } else {
+      sendRun(fds_[begin], begin, end);
+    }
     begin = end;
   }
   count_ = 0;
@@ -119,6 +151,113 @@ void UdpSendBatch::sendRun(int fd, size_t begin, size_t end) {
     // sendmmsg reports an error only for the first datagram it tried; skip that one and go on.
     ++dropped_;
     ++begin;
+  }
+}
+
+bool UdpSendBatch::sameDestination(size_t a, size_t b) const {
+  const msghdr& x = msgs_[a].msg_hdr;
+  const msghdr& y = msgs_[b].msg_hdr;
+  if (x.msg_namelen != y.msg_namelen) return false;
+  const auto* sx = static_cast<const sockaddr_storage*>(x.msg_name);
+  const auto* sy = static_cast<const sockaddr_storage*>(y.msg_name);
+  if (sx->ss_family != sy->ss_family) return false;
+  if (sx->ss_family == AF_INET) {
+    const auto* x4 = reinterpret_cast<const sockaddr_in*>(sx);
+    const auto* y4 = reinterpret_cast<const sockaddr_in*>(sy);
+    return x4->sin_port == y4->sin_port && x4->sin_addr.s_addr == y4->sin_addr.s_addr;
+  }
+  if (sx->ss_family == AF_INET6) {
+    const auto* x6 = reinterpret_cast<const sockaddr_in6*>(sx);
+    const auto* y6 = reinterpret_cast<const sockaddr_in6*>(sy);
+    return x6->sin6_port == y6->sin6_port && x6->sin6_scope_id == y6->sin6_scope_id &&
+           std::memcmp(&x6->sin6_addr, &y6->sin6_addr, sizeof x6->sin6_addr) == 0;
+  }
+  return false;
+}
+
+size_t UdpSendBatch::trainLength(size_t first, size_t end) const {
+  const size_t size = length(first);
+  if (size == 0 || size > kMaxGsoSegment) return 1;
+  size_t bytes = size;
+  size_t next = first + 1;
+  while (next < end && next - first < kMaxSegments && sameDestination(first, next)) {
+    const size_t len = length(next);
+    if (len == 0 || len > size || bytes + len > kMaxGsoBytes) break;
+    bytes += len;
+    ++next;
+    if (len < size) break;  // only the last datagram of a train may be shorter
+  }
+  return next - first;
+}
+
+void UdpSendBatch::sendTrains(int fd, size_t begin, size_t end) {
+  // One message per train: a lone datagram as queued, a longer train with its datagrams' iovecs
+  // side by side and the segment size in a UDP_SEGMENT control message.
+  size_t count = 0;
+  size_t iovecs = 0;
+  for (size_t i = begin; i < end; ++count) {
+    const size_t n = trainLength(i, end);
+    trains_[count] = Train{i, n};
+    mmsghdr& m = train_msgs_[count];
+    m = msgs_[i];
+    if (n > 1) {
+      for (size_t k = 0; k < n; ++k) train_iovecs_[iovecs + k] = *msgs_[i + k].msg_hdr.msg_iov;
+      m.msg_hdr.msg_iov = &train_iovecs_[iovecs];
+      m.msg_hdr.msg_iovlen = n;
+      GsoControl& control = train_controls_[count];
+      m.msg_hdr.msg_control = control.bytes;
+      m.msg_hdr.msg_controllen = sizeof control.bytes;
+      cmsghdr* c = CMSG_FIRSTHDR(&m.msg_hdr);
+      c->cmsg_level = SOL_UDP;
+      c->cmsg_type = UDP_SEGMENT;
+      c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+      const auto segment = static_cast<uint16_t>(length(i));
+      std::memcpy(CMSG_DATA(c), &segment, sizeof segment);
+      iovecs += n;
+    }
+    i += n;
+  }
+
+  // As sendRun(), per train; a train the kernel refuses goes again datagram by datagram.
+  bool retried_eintr = false;
+  size_t next = 0;
+  while (next < count) {
+    const size_t want = std::min(count - next, kMaxPerCall);
+    const int n = ::sendmmsg(fd, &train_msgs_[next], static_cast<unsigned>(want), MSG_DONTWAIT);
+    ++syscalls_;
+    if (n > 0) {
+      for (size_t k = next; k < next + static_cast<size_t>(n); ++k) {
+        sent_ += trains_[k].count;
+        if (trains_[k].count > 1) ++gso_messages_;
+      }
+      next += static_cast<size_t>(n);
+      continue;
+    }
+    const int err = n < 0 ? errno : EIO;
+    if (err == EINTR && !retried_eintr) {
+      retried_eintr = true;
+      continue;
+    }
+    const Train& train = trains_[next];
+    const bool full = err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS;
+    const bool unusable = err == EBADF || err == ENOTSOCK;
+    if (train.count > 1 && !unusable) {
+      ++gso_fallbacks_;
+      const uint64_t dropped = dropped_;
+      sendRun(fd, train.first, train.first + train.count);
+      ++next;
+      if (!full || dropped_ == dropped) continue;
+      // Still full one datagram at a time: the rest of the run is dropped below.
+    } else if (!full && !unusable) {
+      ++dropped_;  // sendRun()'s rule: the error concerns this datagram only
+      ++next;
+      continue;
+    } else {
+      ++next;
+      dropped_ += train.count;
+    }
+    for (size_t k = next; k < count; ++k) dropped_ += trains_[k].count;
+    return;
   }
 }
 

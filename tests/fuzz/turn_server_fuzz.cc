@@ -239,7 +239,7 @@ class FakeRelays : public RelayAllocator {
     const ListenerPolicy* policy = config->listener(o->listener);
     FUZZ_CHECK(policy != nullptr && policy->admittingTcp(peer) != nullptr);
     if (peer.port == 6000) return false;
-    connections_[id] = Connection{allocation, peer};
+    connections_[id] = Connection{allocation, peer, PeerConnection::State::kConnecting, {}};
     return true;
   }
   void bindConnection(ConnectionId id, const FiveTuple& data) override {

@@ -1,6 +1,7 @@
 #include "net/udp_send_batch.h"
 
 #include <gtest/gtest.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -18,6 +19,29 @@ using testing::bytesOf;
 using testing::loopback;
 using testing::textOf;
 using testing::waitReadable;
+
+// Every datagram waiting on `fd` (at most `n`), in arrival order, each as one string.
+std::vector<std::string> receiveAll(int fd, size_t n) {
+  std::vector<std::string> got;
+  UdpReceiveBatch in(64, 2048);
+  while (got.size() < n && waitReadable(fd, std::chrono::milliseconds(500))) {
+    const auto count = in.receive(fd);
+    if (!count) break;
+    for (size_t i = 0; i < *count; ++i) got.emplace_back(textOf(in.payload(i)));
+  }
+  return got;
+}
+
+// `n` datagrams of `size` bytes, each different (its index in the first byte, then a filler).
+std::vector<std::string> datagrams(size_t n, size_t size, char fill = 'x') {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) {
+    std::string d(size, fill);
+    d[0] = static_cast<char>('A' + i % 26);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
 
 TEST(UdpSendBatchTest, OneSyscallPerRunOfTheSameFd) {
   UdpSocket receiver = bindLoopback(AddressFamily::kIPv4);
@@ -203,6 +227,104 @@ TEST(UdpSendBatchTest, BadDescriptorDropsWithoutSpinning) {
   EXPECT_EQ(batch.sent(), 0u);
   EXPECT_EQ(batch.dropped(), 4u);
   EXPECT_EQ(batch.syscalls(), 1u);
+}
+
+// UDP GSO: a train to one destination is one message, and the receiver, which has not asked for
+// GRO, gets exactly the datagrams that were queued.
+TEST(UdpSendBatchGsoTest, ATrainToOneDestinationIsOneMessageAndArrivesAsItsDatagrams) {
+  if (!UdpSendBatch::gsoSupported()) GTEST_SKIP() << "this kernel has no UDP GSO";
+  UdpSocket receiver = bindLoopback(AddressFamily::kIPv4);
+  UdpSocket sender = bindLoopback(AddressFamily::kIPv4);
+  std::vector<std::string> sent = datagrams(10, 100);
+  sent.push_back("the shorter last one");
+  UdpSendBatch batch(64);
+  ASSERT_TRUE(batch.gso());
+  for (const std::string& d : sent) {
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d)));
+  }
+  batch.flush();
+  EXPECT_EQ(batch.syscalls(), 1u);
+  EXPECT_EQ(batch.gsoMessages(), 1u);
+  EXPECT_EQ(batch.sent(), sent.size());
+  EXPECT_EQ(receiveAll(receiver.fd(), sent.size()), sent);
+}
+
+TEST(UdpSendBatchGsoTest, ATrainEndsAtAnotherDestinationALargerDatagramOrAShorterOne) {
+  if (!UdpSendBatch::gsoSupported()) GTEST_SKIP() << "this kernel has no UDP GSO";
+  UdpSocket a = bindLoopback(AddressFamily::kIPv4);
+  UdpSocket b = bindLoopback(AddressFamily::kIPv6);
+  UdpSocket sender4 = bindLoopback(AddressFamily::kIPv4);
+  UdpSocket sender6 = bindLoopback(AddressFamily::kIPv6);
+  const TransportAddress a_port_b{a.localAddress().ip,
+                                  static_cast<uint16_t>(b.localAddress().port)};
+  // To a: 50 50 | 60 50 | 20 | 50 ; then one to the same IP on another port, which must not
+  // join; over IPv6 to b: 64 x 10 bytes | 10 (UDP_MAX_SEGMENTS).
+  const std::vector<size_t> sizes{50, 50, 60, 50, 20, 50};
+  std::vector<std::string> to_a;
+  for (size_t i = 0; i < sizes.size(); ++i) to_a.push_back(datagrams(i + 1, sizes[i]).back());
+  const std::vector<std::string> to_b = datagrams(65, 10, 'b');
+  UdpSendBatch batch(128);
+  for (const std::string& d : to_a)
+    ASSERT_TRUE(batch.queue(sender4.fd(), a.localAddress(), bytesOf(d)));
+  ASSERT_TRUE(batch.queue(sender4.fd(), a_port_b, bytesOf(to_a.back())));
+  for (const std::string& d : to_b)
+    ASSERT_TRUE(batch.queue(sender6.fd(), b.localAddress(), bytesOf(d)));
+  batch.flush();
+  EXPECT_EQ(batch.syscalls(), 2u);     // one per fd
+  EXPECT_EQ(batch.gsoMessages(), 3u);  // {50 50}, {60 50}, {64 x 10}
+  EXPECT_EQ(batch.sent(), to_a.size() + 1 + to_b.size());
+  EXPECT_EQ(receiveAll(a.fd(), to_a.size()), to_a);
+  EXPECT_EQ(receiveAll(b.fd(), to_b.size()), to_b);
+}
+
+TEST(UdpSendBatchGsoTest, ATrainStaysWithinItsByteBudget) {
+  if (!UdpSendBatch::gsoSupported()) GTEST_SKIP() << "this kernel has no UDP GSO";
+  UdpSocket receiver = bindLoopback(AddressFamily::kIPv4, {.recv_buffer = 1 << 20});
+  UdpSocket sender = bindLoopback(AddressFamily::kIPv4);
+  const std::vector<std::string> sent = datagrams(40, 1000);  // 32 fit in 32 KiB, then 8
+  UdpSendBatch batch(64);
+  for (const std::string& d : sent) {
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d)));
+  }
+  batch.flush();
+  EXPECT_EQ(batch.gsoMessages(), 2u);
+  EXPECT_EQ(receiveAll(receiver.fd(), sent.size()), sent);
+}
+
+// The kernel refuses GSO on a socket that sends without UDP checksums (as on a device without
+// checksum offload): the train goes again one datagram at a time, and nothing is lost.
+TEST(UdpSendBatchGsoTest, ATrainTheKernelRefusesGoesDatagramByDatagram) {
+  if (!UdpSendBatch::gsoSupported()) GTEST_SKIP() << "this kernel has no UDP GSO";
+  UdpSocket receiver = bindLoopback(AddressFamily::kIPv4);
+  UdpSocket sender = bindLoopback(AddressFamily::kIPv4);
+  const int one = 1;
+  ASSERT_EQ(::setsockopt(sender.fd(), SOL_SOCKET, SO_NO_CHECK, &one, sizeof one), 0);
+  const std::vector<std::string> sent = datagrams(8, 200);
+  UdpSendBatch batch(16);
+  for (const std::string& d : sent) {
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d)));
+  }
+  batch.flush();
+  EXPECT_EQ(batch.gsoFallbacks(), 1u);
+  EXPECT_EQ(batch.gsoMessages(), 0u);
+  EXPECT_EQ(batch.sent(), sent.size());
+  EXPECT_EQ(batch.dropped(), 0u);
+  EXPECT_EQ(receiveAll(receiver.fd(), sent.size()), sent);
+}
+
+TEST(UdpSendBatchGsoTest, WithoutGsoEveryDatagramIsItsOwnMessage) {
+  UdpSocket receiver = bindLoopback(AddressFamily::kIPv4);
+  UdpSocket sender = bindLoopback(AddressFamily::kIPv4);
+  const std::vector<std::string> sent = datagrams(8, 200);
+  UdpSendBatch batch(16, /*gso=*/false);
+  EXPECT_FALSE(batch.gso());
+  for (const std::string& d : sent) {
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d)));
+  }
+  batch.flush();
+  EXPECT_EQ(batch.gsoMessages(), 0u);
+  EXPECT_EQ(batch.sent(), sent.size());
+  EXPECT_EQ(receiveAll(receiver.fd(), sent.size()), sent);
 }
 
 }  // namespace

@@ -227,6 +227,15 @@ inline constexpr MetricSpec kUdpGsoTrainsTotal{
     .label_names = kOutcome,
 };
 
+inline constexpr MetricSpec kUdpGroTrainsTotal{
+    .name = "kturn_udp_gro_trains_total",
+    .help =
+        "Trains of a client's UDP datagrams the kernel handed over as one (UDP GRO), each "
+        "relayed datagram by datagram",
+    .type = MetricType::kCounter,
+    .label_names = {},
+};
+
 inline constexpr MetricSpec kOffloadRefusedTotal{
     .name = "kturn_offload_refused_total",
     .help =

@@ -78,7 +78,7 @@ Result<void> Daemon::start() {
     Worker::Options wo;
     wo.index = i;
     wo.session_log = options_.session_log;
-    wo.udp_gso = options_.udp_gso;
+    wo.udp_segmentation = options_.udp_segmentation;
     workers_.push_back(std::make_unique<Worker>(wo, dataplane_, reservations_));
   }
   std::vector<Worker*> siblings;
@@ -398,7 +398,8 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
   std::vector<std::vector<Worker::BoundListener>> bound(workers_.size());
   for (size_t w = 0; w < workers_.size(); ++w) {
     for (const ListenerSpec* spec : added) {
-      auto socket = Worker::bindListener(*spec, Worker::Options{}.socket_buffer);
+      auto socket =
+          Worker::bindListener(*spec, Worker::Options{}.socket_buffer, options_.udp_segmentation);
       if (!socket) {
         return makeError(socket.error().code, loaded.description + ": " + socket.error().message);
       }
@@ -507,6 +508,7 @@ WorkerStats Daemon::collectStats() {
     total.send_gso_trains += s.send_gso_trains;
     total.send_gso_fallbacks += s.send_gso_fallbacks;
     total.receive_syscalls += s.receive_syscalls;
+    total.receive_gro_trains += s.receive_gro_trains;
     total.request_times += s.request_times;
     total.offload_channels += s.offload_channels;
   }

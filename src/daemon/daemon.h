@@ -49,7 +49,7 @@ class Daemon {
     // config (not ready) and apply every config the server pushes.
     bool watch = false;
     SessionLogOptions session_log;
-    bool udp_gso = true;  // Worker::Options::udp_gso
+    bool udp_segmentation = true;  // Worker::Options::udp_segmentation
     // RFC 8656's permission (§9) and channel (§12) lifetimes, as coturn lets them be changed.
     std::chrono::seconds permission_lifetime{300};
     std::chrono::seconds channel_lifetime{600};

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   int64_t channel_seconds = 600;
   bool force_ready = false;
   bool watch = false;
-  bool no_udp_gso = false;
+  bool no_udp_segmentation = false;
   kturn::daemon::SessionLogOptions session_log;
   app.add_option("-c,--config", origin,
                  "config origin: file://PATH (or a path), or a config discovery server "
@@ -91,9 +91,10 @@ int main(int argc, char** argv) {
   app.add_option("--channel-lifetime", channel_seconds,
                  "seconds a channel binding lasts unless refreshed (RFC 8656: 600; as coturn's)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600}));
-  app.add_flag("--no-udp-gso", no_udp_gso,
-               "send every datagram as its own message, never a train of them as one UDP GSO "
-               "message (for comparisons; GSO is used where the kernel supports it)");
+  app.add_flag("--no-udp-segmentation", no_udp_segmentation,
+               "send and receive every datagram as its own message: no UDP GSO trains, no UDP "
+               "GRO on TURN-UDP listeners (for comparisons; both are used where the kernel "
+               "supports them)");
   app.add_flag("--force-ready-status", force_ready,
                "keep /ready at 200 while terminating (stunnerd's flag)");
   app.add_flag("-w,--watch", watch,
@@ -132,7 +133,7 @@ int main(int argc, char** argv) {
   options.watch = watch;
   options.log_levels_from_config = log_spec.empty();
   options.session_log = session_log;
-  options.udp_gso = !no_udp_gso;
+  options.udp_segmentation = !no_udp_segmentation;
   kturn::daemon::Daemon daemon(options);
   if (auto started = daemon.start(); !started) {
     spdlog::critical("{}", started.error().message);

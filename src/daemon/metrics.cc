@@ -204,6 +204,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                          static_cast<double>(stats.send_gso_trains)});
   gso.samples.push_back({labels({{ks::kLabelOutcome, ks::gso_outcome::kRefused}}),
                          static_cast<double>(stats.send_gso_fallbacks)});
+  auto gro = admin::familyOf(ks::kUdpGroTrainsTotal);
+  gro.samples.push_back({{}, static_cast<double>(stats.receive_gro_trains)});
   auto offload_channels = admin::familyOf(ks::kOffloadChannels);
   offload_channels.samples.push_back({{}, static_cast<double>(stats.offload_channels)});
   auto offload_outcomes = admin::familyOf(ks::kOffloadDatagramsTotal);
@@ -236,6 +238,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                   &offload_channels,
                   &offload_outcomes,
                   &gso,
+                  &gro,
                   &durations}) {
     out.push_back(std::move(*f));
   }

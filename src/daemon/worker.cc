@@ -71,7 +71,7 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
           static_cast<uint32_t>(options.index * 7919)),
       session_log_(options.session_log, options.index),
       rx_(options.batch_size, options.max_datagram),
-      tx_(options.batch_size * 2, options.udp_gso) {
+      tx_(options.batch_size * 2, options.udp_segmentation) {
   relays_.setDataplane(dataplane_);
   session_log_.setDataplane(dataplane_);
   server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions(options.index));
@@ -97,7 +97,8 @@ Worker::~Worker() {
   while (!listeners_.empty()) removeListener(listeners_.back()->id);
 }
 
-Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int socket_buffer) {
+Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int socket_buffer,
+                                                   bool gro) {
   if (spec.protocol == TransportProtocol::kTcp) {
     auto listening = net::listenTcp(spec.address, {.reuse_port = true});
     if (!listening) {
@@ -112,6 +113,7 @@ Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int
   opts.packet_info = true;
   opts.recv_buffer = socket_buffer;
   opts.send_buffer = socket_buffer;
+  opts.gro = gro && !spec.tls;  // TURN-UDP: ChannelData trains split in place; not DTLS records
   auto bind = [&](const TransportAddress& address) -> Result<net::UdpSocket> {
     auto socket = net::UdpSocket::bind(address, opts);
     if (!socket) {
@@ -431,32 +433,50 @@ void Worker::onListenerReadable(const Listener& listener, int fd) {
       continue;
     }
     for (size_t i = 0; i < *received; ++i) {
-      ++io_stats_.datagrams_received;
-      ListenerTraffic& counters =
-          traffic(listener.id);  // not held across flush(), which may grow it
-      ++counters.rx_packets;
-      counters.rx_bytes += rx_.payload(i).size();
+      const auto payload = rx_.payload(i);
       if (rx_.truncated(i)) {
+        ++io_stats_.datagrams_received;
         ++io_stats_.datagrams_truncated;
+        ListenerTraffic& counters = traffic(listener.id);
+        ++counters.rx_packets;
+        counters.rx_bytes += payload.size();
         continue;
       }
       FiveTuple tuple{TransportProtocol::kUdp, rx_.source(i), listener.address};
       if (const auto dst = rx_.destination(i)) tuple.server.ip = *dst;
-      const auto payload = rx_.payload(i);
-      // Time requests (STUN, RFC 7983 first byte 0-3), never relayed data.
-      const bool stun = !payload.empty() && payload[0] < 4;
-      const auto started =
-          stun ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      server_->onClientPacket(listener.id, tuple, payload, t, actions_);
-      if (stun) {
-        io_stats_.request_times.record(server_->lastRequestMethod(),
-                                       std::chrono::steady_clock::now() - started);
+      // UDP GRO: a train of one client's datagrams, back to back, each relayed where it lies.
+      const size_t segment = rx_.segmentSize(i);
+      if (segment == 0) {
+        onClientDatagram(listener, tuple, payload, t);
+        continue;
       }
-      if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
+      ++io_stats_.receive_gro_trains;
+      for (size_t at = 0; at < payload.size(); at += segment) {
+        onClientDatagram(listener, tuple,
+                         payload.subspan(at, std::min(segment, payload.size() - at)), t);
+      }
     }
     flush();
     if (*received < rx_.capacity()) return;
   }
+}
+
+void Worker::onClientDatagram(const Listener& listener, const FiveTuple& tuple,
+                              std::span<const uint8_t> payload, const turn::Now& t) {
+  ++io_stats_.datagrams_received;
+  ListenerTraffic& counters = traffic(listener.id);  // not held across flush(), which may grow it
+  ++counters.rx_packets;
+  counters.rx_bytes += payload.size();
+  // Time requests (STUN, RFC 7983 first byte 0-3), never relayed data.
+  const bool stun = !payload.empty() && payload[0] < 4;
+  const auto started =
+      stun ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  server_->onClientPacket(listener.id, tuple, payload, t, actions_);
+  if (stun) {
+    io_stats_.request_times.record(server_->lastRequestMethod(),
+                                   std::chrono::steady_clock::now() - started);
+  }
+  if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
 }
 
 void Worker::onDtlsDatagrams(const Listener& listener, size_t count, const turn::Now& t) {

@@ -70,6 +70,7 @@ struct WorkerStats {
   uint64_t send_gso_trains = 0;     // trains of datagrams sent as one UDP GSO message
   uint64_t send_gso_fallbacks = 0;  // trains the kernel refused, sent datagram by datagram
   uint64_t receive_syscalls = 0;
+  uint64_t receive_gro_trains = 0;  // datagrams that held a train of a client's (UDP GRO)
   RequestTimes request_times;
   uint64_t offload_channels = 0;           // channels the kernel fast path holds now
   std::vector<uint64_t> offload_outcomes;  // the program's kturn_stats (daemon-wide, not summed)
@@ -82,7 +83,8 @@ class Worker {
     size_t batch_size = 64;  // datagrams per recvmmsg/sendmmsg
     size_t max_datagram = 65535;
     int socket_buffer = 4 << 20;  // SO_RCVBUF/SO_SNDBUF of listener sockets
-    bool udp_gso = true;          // send trains to one destination as one message (UDP_SEGMENT)
+    // UDP GSO trains on send (UDP_SEGMENT) and UDP GRO on TURN-UDP listeners (UDP_GRO).
+    bool udp_segmentation = true;
     SessionLogOptions session_log;
   };
 
@@ -100,7 +102,8 @@ class Worker {
     net::UdpSocket socket_v4;  // the IPv4 half of a TURN-UDP/DTLS listener on "::"
     net::FileDescriptor tcp;   // TURN-TCP and TURN-TLS: listening (on "::", dual stack)
   };
-  static Result<BoundListener> bindListener(const ListenerSpec& spec, int socket_buffer);
+  // `gro`: UDP_GRO on a TURN-UDP listener's sockets (Options::udp_segmentation).
+  static Result<BoundListener> bindListener(const ListenerSpec& spec, int socket_buffer, bool gro);
 
   void start();
   void stop();  // any thread; joins
@@ -141,6 +144,9 @@ class Worker {
   void removeListener(turn::ListenerId id);
   void onListenerReadable(const Listener& listener, int fd);
   // The TURN messages inside one receive batch of a TURN-DTLS listener.
+  // One client datagram of a TURN-UDP listener: counted, handed to the core.
+  void onClientDatagram(const Listener& listener, const FiveTuple& tuple,
+                        std::span<const uint8_t> payload, const turn::Now& t);
   void onDtlsDatagrams(const Listener& listener, size_t count, const turn::Now& t);
   // Encrypts an answer for a DTLS client, making room in the output first if it is full.
   void sendDtls(const Listener& listener, const TransportAddress& client,

@@ -1,6 +1,7 @@
 #include "net/udp_receive_batch.h"
 
 #include <netinet/in.h>
+#include <netinet/udp.h>
 
 #include <algorithm>
 #include <array>
@@ -117,6 +118,19 @@ std::optional<IpAddress> UdpReceiveBatch::destination(size_t i) const {
     }
   }
   return std::nullopt;
+}
+
+size_t UdpReceiveBatch::segmentSize(size_t i) const {
+  assert(i < count_);
+  auto* h = const_cast<msghdr*>(&msgs_[i].msg_hdr);  // as in destination()
+  for (cmsghdr* c = CMSG_FIRSTHDR(h); c != nullptr; c = CMSG_NXTHDR(h, c)) {
+    if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+      int size = 0;
+      std::memcpy(&size, CMSG_DATA(c), sizeof size);
+      return size > 0 && static_cast<size_t>(size) < length(i) ? static_cast<size_t>(size) : 0;
+    }
+  }
+  return 0;
 }
 
 bool UdpReceiveBatch::truncated(size_t i) const {

@@ -67,9 +67,13 @@ class UdpReceiveBatch {
   // The datagram was longer than maxPayload() and payload(i) holds only its start. The caller
   // drops it and counts it.
   bool truncated(size_t i) const;
+  // On a socket with UDP_GRO (UdpSocketOptions::gro): the size of each of the datagrams that
+  // payload(i) holds back to back (the last may be shorter), or 0 when it holds one datagram.
+  // Those datagrams have no headroom of their own: expand() is for whole payloads only.
+  size_t segmentSize(size_t i) const;
 
  private:
-  // Big enough for IP_PKTINFO or IPV6_PKTINFO plus room for one more small control message.
+  // Big enough for IP_PKTINFO or IPV6_PKTINFO plus UDP_GRO's segment size.
   static constexpr size_t kControlSize = 64;
   struct alignas(cmsghdr) ControlBuffer {
     uint8_t bytes[kControlSize];

@@ -16,6 +16,7 @@ namespace {
 // The kernel clamps one sendmmsg to UIO_MAXIOV messages; asking for no more keeps the partial
 // send loop below for real partial sends.
 constexpr size_t kMaxPerCall = 1024;
+constexpr uint64_t kRefusalsToGiveUp = 16;
 
 }  // namespace
 
@@ -242,7 +243,10 @@ void UdpSendBatch::sendTrains(int fd, size_t begin, size_t end) {
     const bool full = err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS;
     const bool unusable = err == EBADF || err == ENOTSOCK;
     if (train.count > 1 && !unusable) {
-      ++gso_fallbacks_;
+      // A kernel or route that refuses every train (no device on the way offloads checksums)
+      // would cost a failed call per train for good: after kRefusalsToGiveUp of them and not one
+      // train accepted, this batch stops making trains.
+      if (++gso_fallbacks_ >= kRefusalsToGiveUp && gso_messages_ == 0) gso_ = false;
       const uint64_t dropped = dropped_;
       sendRun(fd, train.first, train.first + train.count);
       ++next;

@@ -1,6 +1,7 @@
 #include "net/udp_socket.h"
 
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -50,6 +51,10 @@ Result<FileDescriptor> openSocket(AddressFamily family, const UdpSocketOptions& 
   }
   if (auto r = setBuffer(s, SO_SNDBUFFORCE, SO_SNDBUF, opts.send_buffer, "SO_SNDBUF"); !r) {
     return r.error();
+  }
+  if (opts.gro) {
+    const int on = 1;
+    (void)::setsockopt(s, SOL_UDP, UDP_GRO, &on, sizeof on);  // optional: see UdpSocketOptions
   }
   if (opts.packet_info) {
     // On a dual-stack socket IPV6_RECVPKTINFO also covers IPv4 datagrams (as a mapped address).

@@ -25,6 +25,10 @@ struct UdpSocketOptions {
   // to (UdpReceiveBatch::destination), which a socket bound to a wildcard address needs in order
   // to answer from the right address.
   bool packet_info = false;
+  // UDP_GRO (Linux 5.0+): the kernel may hand over a train of datagrams from one sender, all of
+  // one size but the last, as one (UdpReceiveBatch::segmentSize). Where the kernel lacks it, the
+  // socket simply receives datagrams one by one.
+  bool gro = false;
 };
 
 // Owns its descriptor; movable so it can be returned in a Result and stored, not copyable.

@@ -12,11 +12,12 @@ namespace kturn::daemon::testing {
 
 // A Daemon with `workers` workers on the config file at `path` (a file:// origin), started; null
 // (and the test failed) if it did not start.
-inline std::unique_ptr<Daemon> startDaemonOn(const std::filesystem::path& path,
-                                             size_t workers = 2) {
+inline std::unique_ptr<Daemon> startDaemonOn(const std::filesystem::path& path, size_t workers = 2,
+                                             bool udp_segmentation = true) {
   Daemon::Options options;
   options.origin = "file://" + path.string();
   options.workers = workers;
+  options.udp_segmentation = udp_segmentation;
   auto daemon = std::make_unique<Daemon>(options);
   auto started = daemon->start();
   EXPECT_TRUE(started) << started.error().message;

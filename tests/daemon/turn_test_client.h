@@ -70,6 +70,7 @@ class TurnTestClient {
   }
 
   TransportAddress local() const { return socket_.localAddress(); }
+  int fd() const { return socket_.fd(); }
 
   Outcome binding() { return transact(stun::Method::kBinding, false, Extra{}); }
 

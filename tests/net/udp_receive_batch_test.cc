@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "net/loopback.h"
+#include "net/udp_send_batch.h"
 
 namespace kturn::net {
 namespace {
@@ -125,6 +126,63 @@ TEST(UdpReceiveBatchTest, OversizeDatagramIsFlaggedTruncated) {
   EXPECT_EQ(textOf(batch.payload(0)), big.substr(0, 16));
   EXPECT_FALSE(batch.truncated(1));
   EXPECT_EQ(textOf(batch.payload(1)), "small");
+}
+
+// UDP GRO: a socket that asked for it gets a local sender's GSO train as one payload, with the
+// size of its datagrams; a lone datagram still comes alone.
+TEST(UdpReceiveBatchTest, AGroSocketGetsATrainAsOnePayloadWithItsSegmentSize) {
+  if (!UdpSendBatch::gsoSupported()) GTEST_SKIP() << "this kernel has no UDP GSO";
+  UdpSocket receiver = bindLoopback(AddressFamily::kIPv4, {.gro = true});
+  UdpSocket sender = bindLoopback(AddressFamily::kIPv4);
+  std::vector<std::string> train;
+  for (int i = 0; i < 10; ++i) train.push_back(std::string(100, static_cast<char>('a' + i)));
+  train.push_back("shorter last");
+  UdpSendBatch batch(16);
+  for (const std::string& d : train) {
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d)));
+  }
+  batch.flush();
+  ASSERT_EQ(batch.gsoMessages(), 1u);
+  ASSERT_TRUE(sendTo(sender.fd(), receiver.localAddress(), bytesOf("alone")));
+
+  UdpReceiveBatch in(8, 65535);
+  std::vector<std::string> got;
+  std::vector<size_t> segments;
+  while (got.size() < 2 && waitReadable(receiver.fd())) {
+    const auto n = in.receive(receiver.fd());
+    ASSERT_TRUE(n);
+    for (size_t i = 0; i < *n; ++i) {
+      got.emplace_back(textOf(in.payload(i)));
+      segments.push_back(in.segmentSize(i));
+      EXPECT_EQ(in.source(i), sender.localAddress());
+    }
+  }
+  std::string joined;
+  for (const std::string& d : train) joined += d;
+  EXPECT_EQ(got, (std::vector<std::string>{joined, "alone"}));
+  EXPECT_EQ(segments, (std::vector<size_t>{100, 0}));
+}
+
+// Without UDP_GRO the same train arrives as its datagrams, none with a segment size.
+TEST(UdpReceiveBatchTest, WithoutGroATrainArrivesAsItsDatagrams) {
+  UdpSocket receiver = bindLoopback(AddressFamily::kIPv4);
+  UdpSocket sender = bindLoopback(AddressFamily::kIPv4);
+  UdpSendBatch batch(16);
+  const std::string d(100, 'z');
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d)));
+  batch.flush();
+  UdpReceiveBatch in(8, 65535);
+  size_t got = 0;
+  while (got < 5 && waitReadable(receiver.fd())) {
+    const auto n = in.receive(receiver.fd());
+    ASSERT_TRUE(n);
+    for (size_t i = 0; i < *n; ++i, ++got) {
+      EXPECT_EQ(in.payload(i).size(), 100u);
+      EXPECT_EQ(in.segmentSize(i), 0u);
+    }
+  }
+  EXPECT_EQ(got, 5u);
 }
 
 TEST(UdpReceiveBatchTest, HeadroomIsRoundedAndAligned) {

@@ -310,6 +310,24 @@ TEST(UdpSendBatchGsoTest, ATrainTheKernelRefusesGoesDatagramByDatagram) {
   EXPECT_EQ(batch.sent(), sent.size());
   EXPECT_EQ(batch.dropped(), 0u);
   EXPECT_EQ(receiveAll(receiver.fd(), sent.size()), sent);
+
+  // A path that refuses every train: after 16 refusals the batch stops trying.
+  for (int round = 1; round < 16; ++round) {
+    EXPECT_TRUE(batch.gso());
+    for (const std::string& d : sent) {
+      ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d)));
+    }
+    batch.flush();
+  }
+  EXPECT_FALSE(batch.gso());
+  EXPECT_EQ(batch.gsoFallbacks(), 16u);
+  for (const std::string& d : sent) {
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d)));
+  }
+  const uint64_t syscalls = batch.syscalls();
+  batch.flush();
+  EXPECT_EQ(batch.syscalls(), syscalls + 1);  // no refused train first
+  EXPECT_EQ(batch.sent(), 17 * sent.size());
 }
 
 TEST(UdpSendBatchGsoTest, WithoutGsoEveryDatagramIsItsOwnMessage) {

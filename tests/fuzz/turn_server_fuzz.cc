@@ -598,15 +598,18 @@ class Session {
     return config().static_password;
   }
 
-  void peerDatagram(Reader& in) {
+  // The `sel`-th open allocation (wrapping), or, for sel >= 240 or when none is open, an id the
+  // server may not know.
+  AllocationId pickAllocation(uint8_t sel) const {
     const auto& open = relays_.open();
-    const uint8_t sel = in.u8();
-    AllocationId id{sel, 1};  // mostly unknown ids when nothing is open
-    if (!open.empty() && sel < 240) {
-      auto it = open.begin();
-      std::advance(it, sel % open.size());
-      id = it->second.id;
-    }
+    if (open.empty() || sel >= 240) return AllocationId{sel, 1};
+    auto it = open.begin();
+    std::advance(it, sel % open.size());
+    return it->second.id;
+  }
+
+  void peerDatagram(Reader& in) {
+    const AllocationId id = pickAllocation(in.u8());
     const TransportAddress& peer = peers()[in.u8() % peers().size()];
     const uint8_t layout = in.u8();
     const auto payload = in.bytes(in.u16() % 1301);
@@ -713,13 +716,7 @@ class Session {
   // A peer connects to the relayed address of an open allocation: offered to the client with a
   // ConnectionAttempt only under a permission, from a TCP cluster the listener admits.
   void peerConnects(uint8_t sel, const TransportAddress& peer) {
-    const auto& open = relays_.open();
-    AllocationId allocation{sel, 1};
-    if (!open.empty() && sel < 240) {
-      auto it = open.begin();
-      std::advance(it, sel % open.size());
-      allocation = it->second.id;
-    }
+    const AllocationId allocation = pickAllocation(sel);
     const ConnectionId id = server_.onPeerConnectionAccepted(allocation, peer, now_, actions_);
     if (id == 0) {
       FUZZ_CHECK(actions_.to_clients.empty());
@@ -774,13 +771,7 @@ class Session {
 
   // A link asks what a cap lets it read, and reads it: then nothing is left at that instant.
   void allowance(uint8_t sel, Reader& in) {
-    const auto& open = relays_.open();
-    AllocationId allocation{sel, 1};
-    if (!open.empty() && sel < 240) {
-      auto it = open.begin();
-      std::advance(it, sel % open.size());
-      allocation = it->second.id;
-    }
+    const AllocationId allocation = pickAllocation(sel);
     const bool to_peer = in.u8() & 1;
     const uint64_t allowed = server_.connectionAllowance(allocation, to_peer, now_.mono);
     const ServerConfig& c = config();

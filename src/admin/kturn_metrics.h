@@ -230,8 +230,8 @@ inline constexpr MetricSpec kUdpGsoTrainsTotal{
 inline constexpr MetricSpec kUdpGroTrainsTotal{
     .name = "kturn_udp_gro_trains_total",
     .help =
-        "Trains of a client's UDP datagrams the kernel handed over as one (UDP GRO), each "
-        "relayed datagram by datagram",
+        "Trains of a client's or a peer's UDP datagrams the kernel handed over as one (UDP GRO), "
+        "each relayed datagram by datagram",
     .type = MetricType::kCounter,
     .label_names = {},
 };

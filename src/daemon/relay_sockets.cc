@@ -47,6 +47,7 @@ Result<net::UdpSocket> RelaySockets::bindRelay(const ListenerSpec* listener, con
                                                bool even, bool dont_fragment,
                                                net::UdpSocket* next) {
   net::UdpSocketOptions options;
+  options.gro = gro_;
   for (int attempt = 0; attempt < kEvenPortTries; ++attempt) {
     Result<net::UdpSocket> socket =
         listener != nullptr && listener->min_relay_port != 0

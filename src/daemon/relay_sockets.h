@@ -32,6 +32,9 @@ class RelaySockets : public turn::RelayAllocator {
   RelaySockets& operator=(const RelaySockets&) = delete;
 
   void setDataplane(DataplanePtr dataplane) { dataplane_ = std::move(dataplane); }
+  // UDP_GRO on the UDP relays opened from now on: a peer's train may arrive as one
+  // (UdpReceiveBatch::segmentSize). Relays on ports reserved by EVEN-PORT stay without.
+  void setGro(bool gro) { gro_ = gro; }
 
   Result<turn::RelayGrant> open(const turn::RelayRequest& request) override;
   void close(turn::AllocationId allocation) override;
@@ -102,6 +105,7 @@ class RelaySockets : public turn::RelayAllocator {
   std::vector<Slot> slots_;
   size_t open_ = 0;
   uint32_t next_hint_;
+  bool gro_ = false;
 };
 
 }  // namespace kturn::daemon

@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "common/crypto.h"
 #include "common/log.h"
@@ -73,6 +75,7 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
       rx_(options.batch_size, options.max_datagram),
       tx_(options.batch_size * 2, options.udp_segmentation) {
   relays_.setDataplane(dataplane_);
+  relays_.setGro(options.udp_segmentation);
   session_log_.setDataplane(dataplane_);
   server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions(options.index));
   server_->setSessionObserver(&session_log_);
@@ -538,6 +541,11 @@ void Worker::onRelayReadable(turn::AllocationId allocation, int fd) {
         ++io_stats_.datagrams_truncated;
         continue;
       }
+      if (const size_t segment = rx_.segmentSize(i); segment != 0) {
+        ++io_stats_.receive_gro_trains;
+        relayTrain(allocation, rx_.source(i), rx_.payload(i), segment, t);
+        continue;
+      }
       const size_t length = rx_.payload(i).size();
       const auto buffer = rx_.expand(i, rx_.headroom(), net::UdpReceiveBatch::kTailroom);
       server_->onPeerPacket(allocation, rx_.source(i), {buffer, rx_.headroom(), length}, t,
@@ -549,6 +557,25 @@ void Worker::onRelayReadable(turn::AllocationId allocation, int fd) {
     flush();
     if (*received < rx_.capacity()) return;
   }
+}
+
+void Worker::relayTrain(turn::AllocationId allocation, const TransportAddress& peer,
+                        std::span<const uint8_t> train, size_t segment, const turn::Now& t) {
+  // Framing a datagram in place writes in front of it and after it, into its neighbours, which
+  // the send batch may still point at: each gets a slot of its own, with the receive batch's
+  // headroom and tailroom. The buffer grows to the largest train seen (at most 64 KiB of
+  // datagrams) and is reused.
+  const size_t headroom = rx_.headroom();
+  const size_t stride = (headroom + segment + net::UdpReceiveBatch::kTailroom + 7) / 8 * 8;
+  const size_t count = (train.size() + segment - 1) / segment;
+  if (train_slots_.size() < count * stride) train_slots_.resize(count * stride);
+  for (size_t k = 0; k < count; ++k) {
+    const size_t length = std::min(segment, train.size() - k * segment);
+    uint8_t* slot = train_slots_.data() + k * stride;
+    std::memcpy(slot + headroom, train.data() + k * segment, length);
+    server_->onPeerPacket(allocation, peer, {{slot, stride}, headroom, length}, t, actions_);
+  }
+  flush();  // before the slots are reused
 }
 
 void Worker::flush() {

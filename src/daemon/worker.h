@@ -144,6 +144,10 @@ class Worker {
   void removeListener(turn::ListenerId id);
   void onListenerReadable(const Listener& listener, int fd);
   // The TURN messages inside one receive batch of a TURN-DTLS listener.
+  // A peer's datagrams that arrived as one train (UDP GRO), `segment` bytes each but the last,
+  // relayed one by one.
+  void relayTrain(turn::AllocationId allocation, const TransportAddress& peer,
+                  std::span<const uint8_t> train, size_t segment, const turn::Now& t);
   // One client datagram of a TURN-UDP listener: counted, handed to the core.
   void onClientDatagram(const Listener& listener, const FiveTuple& tuple,
                         std::span<const uint8_t> payload, const turn::Now& t);
@@ -187,6 +191,7 @@ class Worker {
   std::vector<std::unique_ptr<Listener>> listeners_;  // stable addresses for the callbacks
   net::UdpReceiveBatch rx_;
   net::UdpSendBatch tx_;
+  std::vector<uint8_t> train_slots_;  // relayTrain()'s copies, one slot per datagram
   turn::Actions actions_;
   WorkerStats io_stats_;
   std::vector<ListenerTraffic> traffic_;  // by ListenerId; grows only when a listener is added

@@ -1,8 +1,9 @@
 // UDP GSO and GRO through a running kturnd. A client's train of equal-sized Send indications
 // reaches the TURN-UDP listener as one payload (GRO), is relayed datagram by datagram, and what
-// goes to the peer leaves as a train again (GSO); with udp_segmentation off (kturnd
-// --no-udp-segmentation) the same datagrams go one by one. Either way the peer gets exactly what
-// the client sent, in order.
+// goes to the peer leaves as a train again (GSO); a peer's train reaches the relay as one and
+// goes to the client as Data indications, each framed in a copy of its own. With
+// udp_segmentation off (kturnd --no-udp-segmentation) the same datagrams go one by one. Either
+// way the other side gets exactly what was sent, in order.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -100,6 +101,40 @@ TEST_P(DaemonUdpSegmentationTest, ATrainOfSendIndicationsIsRelayedDatagramByData
     EXPECT_EQ(stats.receive_gro_trains, 0u);
     EXPECT_EQ(stats.send_gso_trains, 0u);
   }
+}
+
+TEST_P(DaemonUdpSegmentationTest, APeersTrainReachesTheClientAsItsDatagrams) {
+  if (!net::UdpSendBatch::gsoSupported()) GTEST_SKIP() << "this kernel has no UDP GSO";
+  auto peer = net::UdpSocket::bind(*TransportAddress::parse("127.0.0.1:0"), {});
+  ASSERT_TRUE(peer);
+  testing::TurnTestClient client(server_, "u", "p");
+  const auto allocated = client.allocate();
+  ASSERT_TRUE(allocated.success && allocated.relayed);
+  ASSERT_TRUE(client.createPermission(peer->localAddress()).success);
+
+  // 20 datagrams of 300 bytes and a shorter last one: one GSO message from the peer.
+  std::vector<std::string> payloads;
+  for (int i = 0; i < 20; ++i) payloads.push_back(std::string(300, static_cast<char>('A' + i)));
+  payloads.push_back("the last, shorter");
+  net::UdpSendBatch train(32);
+  for (const std::string& p : payloads) {
+    ASSERT_TRUE(train.queue(peer->fd(), *allocated.relayed,
+                            {reinterpret_cast<const uint8_t*>(p.data()), p.size()}));
+  }
+  train.flush();
+  ASSERT_EQ(train.gsoMessages(), 1u);
+
+  std::vector<std::string> got;
+  while (got.size() < payloads.size()) {
+    const auto data = client.receiveData(std::chrono::seconds(2));
+    if (!data) break;
+    EXPECT_EQ(data->first, peer->localAddress());
+    got.emplace_back(data->second.begin(), data->second.end());
+  }
+  EXPECT_EQ(got, payloads);
+  const WorkerStats stats = daemon_->collectStats();
+  EXPECT_EQ(stats.turn.peer_packets_relayed, payloads.size());
+  EXPECT_EQ(stats.receive_gro_trains, GetParam() ? 1u : 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Segmentation, DaemonUdpSegmentationTest, ::testing::Bool(),

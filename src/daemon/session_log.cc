@@ -70,7 +70,9 @@ std::string SessionLog::record(const turn::Allocation& a, turn::SessionEnd reaso
 
 void SessionLog::onAllocationEnd(const turn::Allocation& a, turn::SessionEnd reason,
                                  const turn::Now& now) {
-  if (!options_.enabled) return;
+  // The record is built only for a logger that writes it: at `session:WARN` (or `all:WARN`)
+  // an allocation's end costs nothing here.
+  if (!options_.enabled || !logger_->should_log(spdlog::level::info)) return;
   logger_->info("{}", record(a, reason, now));
 }
 

@@ -229,6 +229,7 @@ uint64_t Server::connectionAllowance(AllocationId allocation, bool to_peer, Mono
 
 void Server::spendConnectionAllowance(AllocationId allocation, bool to_peer, uint64_t bytes) {
   const ServerConfig& c = *config_;
+  if (c.allocation_bytes_per_second == 0 && c.listener_bytes_per_second == 0) return;
   Allocation* a = allocations_.find(allocation);
   if (a == nullptr) return;
   if (c.allocation_bytes_per_second != 0) {

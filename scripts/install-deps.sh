@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang lld clang-format
   # libraries (DESIGN.md §5)
   libssl-dev libboost1.81-dev libboost-system1.81-dev nlohmann-json3-dev libyaml-cpp-dev
-  libspdlog-dev libfmt-dev libcli11-dev
+  libspdlog-dev libfmt-dev libcli11-dev zlib1g-dev
   # the eBPF fast path: libbpf, and bpftool for its skeleton (clang, above, compiles the program)
   libbpf-dev bpftool
   # tests and benchmarks

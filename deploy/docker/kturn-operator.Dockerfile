@@ -9,7 +9,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
       libssl-dev libboost1.81-dev libboost-system1.81-dev nlohmann-json3-dev libyaml-cpp-dev \
-      libspdlog-dev libfmt-dev libcli11-dev \
+      libspdlog-dev libfmt-dev libcli11-dev zlib1g-dev \
       clang libbpf-dev bpftool \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -1,5 +1,6 @@
 // Thin wrappers over OpenSSL 3 for the few primitives STUN/TURN needs (DESIGN.md §5: no
-// hand-written crypto). MAC contexts are cached per thread, so a call allocates nothing once warm.
+// hand-written crypto). Nothing here allocates: digest contexts live on the stack, and HMAC is
+// RFC 2104 composed over OpenSSL's digests (crypto.cc says why).
 #pragma once
 
 #include <array>

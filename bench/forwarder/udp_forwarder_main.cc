@@ -10,6 +10,12 @@
 // allocation without the handshake, and closed after --idle seconds without traffic. IPv4 only.
 // The difference between kturnd and this program is what the TURN core and kturnd's own
 // structure cost; the difference between this program and zero is what the kernel costs.
+//
+// With --tcp-listen and --tls-listen it does the same for clients over TCP and TLS, kturnd's
+// TURN-TCP and TURN-TLS structure without TURN: one relay socket per connection, ChannelData
+// framed on the stream and padded to 4 bytes (RFC 8656 §11.5), reads of up to 16 rounds per
+// event, what a relay batch brings queued per connection and written (or encrypted, then
+// written) once per batch, OpenSSL through the same net::TlsStream.
 #include <signal.h>
 #include <sys/epoll.h>
 
@@ -17,23 +23,33 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "net/event_loop.h"
+#include "net/tcp_socket.h"
+#include "net/tls_context.h"
+#include "net/tls_stream.h"
 #include "net/udp_receive_batch.h"
 #include "net/udp_send_batch.h"
 #include "net/udp_socket.h"
 #include "stun/byte_order.h"
 #include "stun/channel_data.h"
+#include "stun/stream_framing.h"
 
 namespace kturn::bench {
 namespace {
 
 // Same bound as kturnd's worker: one busy socket cannot starve the loop.
 constexpr int kMaxBatchesPerEvent = 16;
+// Same as kturnd's stream listener: read size, and the largest frame (64 KiB ChannelData, padded).
+constexpr size_t kStreamInput = 4096;
+constexpr size_t kMaxFrame = stun::kChannelDataHeaderSize + 65535 + 3;
 
 struct ForwarderOptions {
   TransportAddress listen;
@@ -42,6 +58,9 @@ struct ForwarderOptions {
   size_t max_datagram = 65535;  // kturnd's default receive slot
   int socket_buffer = 4 << 20;  // kturnd's listener SO_RCVBUF/SO_SNDBUF
   int idle_seconds = 30;
+  std::optional<TransportAddress> tcp_listen;  // clients over TCP
+  std::optional<TransportAddress> tls_listen;  // clients over TLS, with `tls`
+  std::shared_ptr<const net::TlsContext> tls;
 };
 
 class ForwarderWorker {
@@ -60,6 +79,14 @@ class ForwarderWorker {
     auto added = loop_.add(listener_.fd(), EPOLLIN, [this](uint32_t) { onListenerReadable(); });
     if (!added) return added;
     loop_.addTicker(std::chrono::seconds(1), [this] { expireIdle(); });
+    if (opts_.tcp_listen) {
+      auto tcp = listenStream(*opts_.tcp_listen, false, tcp_listener_);
+      if (!tcp) return tcp;
+    }
+    if (opts_.tls_listen) {
+      auto tls = listenStream(*opts_.tls_listen, true, tls_listener_);
+      if (!tls) return tls;
+    }
     return {};
   }
   void start() {
@@ -70,6 +97,7 @@ class ForwarderWorker {
     if (thread_.joinable()) thread_.join();
   }
   uint64_t flows() const { return flows_created_.load(); }
+  uint64_t connections() const { return connections_accepted_.load(); }
 
  private:
   struct Flow {
@@ -154,9 +182,177 @@ class ForwarderWorker {
     }
   }
 
+  // ---- clients over TCP and TLS ----
+
+  struct Connection {
+    net::FileDescriptor fd;
+    net::UdpSocket relay;
+    uint16_t channel = 0;  // the first frame's
+    std::vector<uint8_t> in;
+    size_t in_used = 0;
+    std::vector<uint8_t> out;  // before tls: TlsStream appends its records here
+    size_t out_head = 0;
+    std::unique_ptr<net::TlsStream> tls;
+    bool want_write = false;
+  };
+
+  Result<void> listenStream(const TransportAddress& at, bool tls, net::FileDescriptor& into) {
+    auto listening = net::listenTcp(at, {.reuse_port = true});
+    if (!listening) return listening.error();
+    into = std::move(*listening);
+    const int fd = into.get();
+    return loop_.add(fd, EPOLLIN, [this, fd, tls](uint32_t) { onAcceptable(fd, tls); });
+  }
+
+  void onAcceptable(int listening_fd, bool tls) {
+    for (int i = 0; i < 64; ++i) {
+      auto accepted = net::acceptTcp(listening_fd);
+      if (!accepted || !*accepted) return;
+      auto relay = net::UdpSocket::bind(TransportAddress{opts_.listen.ip, 0}, {});
+      if (!relay) continue;  // closes the connection
+      auto c = std::make_unique<Connection>();
+      c->fd = std::move((*accepted)->fd);
+      c->relay = std::move(*relay);
+      c->in.resize(kStreamInput);
+      if (tls) c->tls = std::make_unique<net::TlsStream>(*opts_.tls, c->fd.get(), c->out);
+      Connection* raw = c.get();
+      const int fd = c->fd.get();
+      if (!loop_.add(fd, EPOLLIN | EPOLLRDHUP, [this, fd](uint32_t ev) { onStream(fd, ev); }) ||
+          !loop_.add(raw->relay.fd(), EPOLLIN, [this, raw](uint32_t) { onStreamRelay(*raw); })) {
+        loop_.remove(fd);
+        continue;
+      }
+      connections_.emplace(fd, std::move(c));
+      connections_accepted_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // Plaintext read into c.in: > 0 bytes, 0 closed or failed, -1 nothing more for now.
+  ssize_t readSome(Connection& c) {
+    const std::span<uint8_t> room(c.in.data() + c.in_used, c.in.size() - c.in_used);
+    if (c.tls) {
+      const auto r = c.tls->read(room);
+      switch (r.status) {
+        case net::TlsStream::Status::kData:
+          return static_cast<ssize_t>(r.bytes);
+        case net::TlsStream::Status::kWouldBlock:
+          return -1;
+        default:
+          return 0;
+      }
+    }
+    const ssize_t n = ::read(c.fd.get(), room.data(), room.size());
+    if (n > 0) return n;
+    return n < 0 && (errno == EAGAIN || errno == EINTR) ? -1 : 0;
+  }
+
+  void onStream(int fd, uint32_t events) {
+    const auto it = connections_.find(fd);
+    if (it == connections_.end()) return;
+    Connection& c = *it->second;
+    bool open = true;
+    if (events & EPOLLOUT) open = writeOut(c);
+    if (open && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) open = readFrames(c);
+    // Handshake flights and session tickets.
+    if (open && c.tls) open = writeOut(c);
+    if (!open) closeStream(fd);
+  }
+
+  bool readFrames(Connection& c) {
+    for (int round = 0; round < kMaxBatchesPerEvent || (c.tls && c.tls->hasBuffered()); ++round) {
+      if (c.in_used == c.in.size()) c.in.resize(std::min(kMaxFrame, c.in.size() * 2));
+      const size_t room = c.in.size() - c.in_used;
+      const ssize_t n = readSome(c);
+      if (n == 0) return false;
+      if (n < 0) return true;
+      c.in_used += static_cast<size_t>(n);
+      size_t offset = 0;
+      while (offset < c.in_used) {
+        const std::span<const uint8_t> rest(c.in.data() + offset, c.in_used - offset);
+        const stun::StreamFrame f = stun::nextStreamFrame(rest);
+        if (f.kind == stun::StreamFrame::Kind::kIncomplete) break;
+        if (f.kind != stun::StreamFrame::Kind::kChannelData) return false;  // raw clients only
+        if (c.channel == 0) c.channel = stun::load16(rest.data());
+        queue(c.relay.fd(), opts_.peer,
+              rest.subspan(stun::kChannelDataHeaderSize,
+                           f.message_size - stun::kChannelDataHeaderSize));
+        offset += f.frame_size;
+      }
+      tx_.flush();  // the payloads point into c.in
+      std::copy(c.in.begin() + static_cast<ptrdiff_t>(offset),
+                c.in.begin() + static_cast<ptrdiff_t>(c.in_used), c.in.begin());
+      c.in_used -= offset;
+      if (static_cast<size_t>(n) < room && !(c.tls && c.tls->hasBuffered())) return true;
+    }
+    return true;
+  }
+
+  void onStreamRelay(Connection& c) {
+    const int fd = c.fd.get();
+    for (int round = 0; round < kMaxBatchesPerEvent; ++round) {
+      auto received = rx_.receive(c.relay.fd());
+      if (!received || *received == 0) break;
+      for (size_t i = 0; i < *received; ++i) {
+        if (rx_.truncated(i) || c.channel == 0) continue;
+        const size_t length = rx_.payload(i).size();
+        const size_t pad = (4 - length % 4) % 4;
+        const auto framed = rx_.expand(i, stun::kChannelDataHeaderSize, pad);
+        stun::writeChannelDataHeader(framed.data(), c.channel, static_cast<uint16_t>(length));
+        std::fill(framed.end() - static_cast<ptrdiff_t>(pad), framed.end(), uint8_t{0});
+        if (c.out_head == c.out.size()) {
+          c.out.clear();
+          c.out_head = 0;
+        }
+        if (c.tls) {
+          if (!c.tls->established() || !c.tls->write(framed)) continue;
+        } else {
+          c.out.insert(c.out.end(), framed.begin(), framed.end());
+        }
+      }
+      if (*received < rx_.capacity()) break;
+    }
+    if (!writeOut(c)) closeStream(fd);
+  }
+
+  bool writeOut(Connection& c) {
+    while (c.out_head < c.out.size()) {
+      const ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_head, c.out.size() - c.out_head,
+                               MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN) return false;
+        if (!c.want_write) {
+          c.want_write = true;
+          (void)loop_.modify(c.fd.get(), EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+        }
+        return true;
+      }
+      c.out_head += static_cast<size_t>(n);
+    }
+    c.out.clear();
+    c.out_head = 0;
+    if (c.want_write) {
+      c.want_write = false;
+      (void)loop_.modify(c.fd.get(), EPOLLIN | EPOLLRDHUP);
+    }
+    return true;
+  }
+
+  void closeStream(int fd) {
+    const auto it = connections_.find(fd);
+    if (it == connections_.end()) return;
+    loop_.remove(it->second->relay.fd());
+    loop_.remove(fd);
+    connections_.erase(it);
+  }
+
   const ForwarderOptions& opts_;
   net::EventLoop loop_;
   net::UdpSocket listener_;
+  net::FileDescriptor tcp_listener_;
+  net::FileDescriptor tls_listener_;
+  std::unordered_map<int, std::unique_ptr<Connection>> connections_;  // by the connection's fd
+  std::atomic<uint64_t> connections_accepted_{0};
   net::UdpReceiveBatch rx_;
   net::UdpSendBatch tx_;
   std::unordered_map<TransportAddress, std::unique_ptr<Flow>> flows_;
@@ -169,7 +365,7 @@ class ForwarderWorker {
 
 int main(int argc, char** argv) {
   kturn::bench::ForwarderOptions o;
-  CLI::App app{"udp-forwarder: kturnd's UDP structure without TURN, the benchmark's reference"};
+  CLI::App app{"udp-forwarder: kturnd's structure without TURN, the benchmark's reference"};
   std::string listen = "127.0.0.1:4478";
   std::string peer;
   size_t threads = std::max(1u, std::thread::hardware_concurrency());
@@ -179,6 +375,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   app.add_option("--batch", o.batch, "datagrams per recvmmsg/sendmmsg")->check(CLI::Range(1, 1024));
   app.add_option("--idle", o.idle_seconds, "seconds before an idle flow is closed");
+  std::string tcp_listen, tls_listen, cert, key;
+  app.add_option("--tcp-listen", tcp_listen, "also clients over TCP on IP:port (IPv4)");
+  app.add_option("--tls-listen", tls_listen, "also clients over TLS on IP:port (IPv4)")
+      ->needs(app.add_option("--cert", cert, "TLS: PEM certificate file"))
+      ->needs(app.add_option("--key", key, "TLS: PEM private key file"));
   CLI11_PARSE(app, argc, argv);
   auto l = kturn::TransportAddress::parse(listen);
   auto p = kturn::TransportAddress::parse(peer);
@@ -188,6 +389,29 @@ int main(int argc, char** argv) {
   }
   o.listen = *l;
   o.peer = *p;
+  for (auto [text, into] : {std::pair{&tcp_listen, &o.tcp_listen}, {&tls_listen, &o.tls_listen}}) {
+    if (text->empty()) continue;
+    auto a = kturn::TransportAddress::parse(*text);
+    if (!a || !a->ip.isV4()) {
+      std::fprintf(stderr, "udp-forwarder: %s: not an IPv4 IP:port\n", text->c_str());
+      return 2;
+    }
+    *into = *a;
+  }
+  if (o.tls_listen) {
+    auto read = [](const std::string& path) {
+      std::ifstream in(path);
+      std::stringstream text;
+      text << in.rdbuf();
+      return text.str();
+    };
+    auto ctx = kturn::net::TlsContext::server(read(cert), read(key), kturn::net::TlsKind::kTls);
+    if (!ctx) {
+      std::fprintf(stderr, "udp-forwarder: TLS: %s\n", ctx.error().message.c_str());
+      return 2;
+    }
+    o.tls = std::move(*ctx);
+  }
 
   sigset_t set;
   sigemptyset(&set);
@@ -204,15 +428,19 @@ int main(int argc, char** argv) {
     }
   }
   for (auto& w : workers) w->start();
-  std::printf("udp-forwarder: %s -> %s, %zu threads\n", listen.c_str(), peer.c_str(), threads);
+  std::printf("udp-forwarder: %s%s%s%s%s -> %s, %zu threads\n", listen.c_str(),
+              tcp_listen.empty() ? "" : ", tcp ", tcp_listen.c_str(),
+              tls_listen.empty() ? "" : ", tls ", tls_listen.c_str(), peer.c_str(), threads);
   std::fflush(stdout);
   int sig = 0;
   sigwait(&set, &sig);
-  uint64_t flows = 0;
+  uint64_t flows = 0, connections = 0;
   for (auto& w : workers) {
     w->stop();
     flows += w->flows();
+    connections += w->connections();
   }
-  std::printf("udp-forwarder: stopped, %llu flows\n", static_cast<unsigned long long>(flows));
+  std::printf("udp-forwarder: stopped, %llu flows, %llu connections\n",
+              static_cast<unsigned long long>(flows), static_cast<unsigned long long>(connections));
   return 0;
 }

@@ -331,8 +331,8 @@ int main(int argc, char** argv) {
                 : transport == "tls" ? kturn::bench::Transport::kTls
                                      : kturn::bench::Transport::kUdp;
   o.tls_max_version = tls_version == "1.2" ? 0x0303 : tls_version == "1.3" ? 0x0304 : 0;
-  if (o.stream() && (o.mode != Mode::kTraffic || o.raw)) {
-    std::fprintf(stderr, "kturn-bench: --transport %s works with --mode traffic only, not --raw\n",
+  if (o.stream() && o.mode != Mode::kTraffic) {
+    std::fprintf(stderr, "kturn-bench: --transport %s works with --mode traffic only\n",
                  transport.c_str());
     return 2;
   }

@@ -71,7 +71,8 @@ ListenerId listenerId(const config::StunnerConfig& config, const config::Listene
   if (tokens.size() == 3) {
     return {std::string(tokens[0]), std::string(tokens[1]), std::string(tokens[2])};
   }
-  ListenerId id{.listener = listener.name};
+  ListenerId id;
+  id.listener = listener.name;
   const auto gw = split(config.admin.name, '/');
   if (gw.size() == 2) {
     id.namespace_name = std::string(gw[0]);

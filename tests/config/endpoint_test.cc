@@ -141,9 +141,14 @@ TEST(DnsEndpoint, ParsesHostAndOptionalRange) {
 // Found by config_fuzz: a name with bytes that are not UTF-8 validated, but its JSON form (each
 // bad byte replaced by U+FFFD) did not, so the config CDS served would have been refused.
 TEST(DnsEndpoint, ANameThatIsNotUtf8IsInvalid) {
-  EXPECT_FALSE(parseDnsEndpoint("media.lo\xE7\xE7cal"));
+  // (A hex escape takes every hex digit after it: the string is split where letters follow.)
+  EXPECT_FALSE(
+      parseDnsEndpoint("media.lo\xE7\xE7"
+                       "cal"));
   EXPECT_FALSE(parseDnsEndpoint("media\xFF:<1-2>"));
-  EXPECT_TRUE(parseDnsEndpoint("m\xC3\xA9dia.example"));  // UTF-8 passes through, as in Go
+  EXPECT_TRUE(
+      parseDnsEndpoint("m\xC3\xA9"
+                       "dia.example"));  // UTF-8 passes through, as in Go
 }
 
 }  // namespace

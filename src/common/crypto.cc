@@ -59,6 +59,7 @@ std::array<uint8_t, H::kSize> digest(std::initializer_list<ByteSpan> parts) {
 template <typename H>
 std::array<uint8_t, H::kSize> hmac(ByteSpan key, std::initializer_list<ByteSpan> parts) {
   constexpr size_t kBlock = 64;  // SHA-1 and SHA-256
+  static_assert(H::kSize <= kBlock, "a hashed key must fit the block");
   std::array<uint8_t, kBlock> pad{};
   if (key.size() > kBlock) {
     const auto hashed = digest<H>({key});

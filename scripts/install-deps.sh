@@ -13,6 +13,8 @@ packages=(
   libbpf-dev bpftool
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  # udp-forwarder --io-uring (bench/): the kernel-limit reference on io_uring
+  liburing-dev
   # real peers for interop tests: coturn's turnutils_*, aioice
   coturn python3 python3-aioice python3-prometheus-client
   # real WebRTC for the browser interop test: headless Chromium, driven over its DevTools pipe

@@ -16,6 +16,9 @@
 // framed on the stream and padded to 4 bytes (RFC 8656 §11.5), reads of up to 16 rounds per
 // event, what a relay batch brings queued per connection and written (or encrypted, then
 // written) once per batch, OpenSSL through the same net::TlsStream.
+//
+// With --io-uring its UDP path runs on io_uring instead (uring_forwarder.h): the same forwarding,
+// one io_uring_enter(2) per wake-up.
 #include <signal.h>
 #include <sys/epoll.h>
 
@@ -41,6 +44,9 @@
 #include "stun/byte_order.h"
 #include "stun/channel_data.h"
 #include "stun/stream_framing.h"
+#ifdef KTURN_BENCH_URING
+#include "uring_forwarder.h"
+#endif
 
 namespace kturn::bench {
 namespace {
@@ -363,6 +369,52 @@ class ForwarderWorker {
 }  // namespace
 }  // namespace kturn::bench
 
+namespace {
+
+// --io-uring: the UDP path on io_uring workers until SIGINT or SIGTERM (blocked in `signals`).
+int runUring(const kturn::bench::ForwarderOptions& o, size_t threads, const std::string& listen,
+             const std::string& peer, const sigset_t& signals) {
+#ifdef KTURN_BENCH_URING
+  if (o.tcp_listen || o.tls_listen) {
+    std::fprintf(stderr, "udp-forwarder: --io-uring forwards UDP only\n");
+    return 2;
+  }
+  kturn::bench::UringForwarderOptions u;
+  u.listen = o.listen;
+  u.peer = o.peer;
+  u.socket_buffer = o.socket_buffer;
+  u.idle_seconds = o.idle_seconds;
+  std::vector<std::unique_ptr<kturn::bench::UringForwarder>> workers;
+  for (size_t i = 0; i < threads; ++i) {
+    workers.push_back(std::make_unique<kturn::bench::UringForwarder>(u));
+    if (auto ok = workers.back()->start(); !ok) {
+      std::fprintf(stderr, "udp-forwarder: %s: %s\n", listen.c_str(), ok.error().message.c_str());
+      return 1;
+    }
+  }
+  std::printf("udp-forwarder: %s -> %s, %zu io_uring threads\n", listen.c_str(), peer.c_str(),
+              threads);
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  uint64_t flows = 0, dropped = 0;
+  for (auto& w : workers) {
+    w->stop();
+    flows += w->flows();
+    dropped += w->dropped();
+  }
+  std::printf("udp-forwarder: stopped, %llu flows, %llu datagrams dropped\n",
+              static_cast<unsigned long long>(flows), static_cast<unsigned long long>(dropped));
+  return 0;
+#else
+  (void)o, (void)threads, (void)listen, (void)peer, (void)signals;
+  std::fprintf(stderr, "udp-forwarder: built without liburing, no --io-uring\n");
+  return 2;
+#endif
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   kturn::bench::ForwarderOptions o;
   CLI::App app{"udp-forwarder: kturnd's structure without TURN, the benchmark's reference"};
@@ -380,6 +432,10 @@ int main(int argc, char** argv) {
   app.add_option("--tls-listen", tls_listen, "also clients over TLS on IP:port (IPv4)")
       ->needs(app.add_option("--cert", cert, "TLS: PEM certificate file"))
       ->needs(app.add_option("--key", key, "TLS: PEM private key file"));
+  bool io_uring = false;
+  app.add_flag("--io-uring", io_uring,
+               "UDP on io_uring (multishot receives into provided buffers, one io_uring_enter per "
+               "wake-up) instead of epoll and recvmmsg/sendmmsg; no --tcp-listen/--tls-listen");
   CLI11_PARSE(app, argc, argv);
   auto l = kturn::TransportAddress::parse(listen);
   auto p = kturn::TransportAddress::parse(peer);
@@ -419,6 +475,7 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  if (io_uring) return runUring(o, threads, listen, peer, set);
   std::vector<std::unique_ptr<kturn::bench::ForwarderWorker>> workers;
   for (size_t i = 0; i < threads; ++i) {
     workers.push_back(std::make_unique<kturn::bench::ForwarderWorker>(o));

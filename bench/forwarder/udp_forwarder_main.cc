@@ -23,6 +23,7 @@
 #include <sys/epoll.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -371,6 +372,23 @@ class ForwarderWorker {
 
 namespace {
 
+// Waits for SIGINT or SIGTERM (blocked in `signals`), stops every worker and returns the sums of
+// the `counts` over them, e.g. {flows, connections}.
+template <class Worker, class... Counts>
+std::array<uint64_t, sizeof...(Counts)> stopOnSignal(const sigset_t& signals,
+                                                     std::vector<std::unique_ptr<Worker>>& workers,
+                                                     Counts... counts) {
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::array<uint64_t, sizeof...(Counts)> sums{};
+  for (auto& w : workers) {
+    w->stop();
+    size_t i = 0;
+    ((sums[i++] += ((*w).*counts)()), ...);
+  }
+  return sums;
+}
+
 // --io-uring: the UDP path on io_uring workers until SIGINT or SIGTERM (blocked in `signals`).
 int runUring(const kturn::bench::ForwarderOptions& o, size_t threads, const std::string& listen,
              const std::string& peer, const sigset_t& signals) {
@@ -395,14 +413,8 @@ int runUring(const kturn::bench::ForwarderOptions& o, size_t threads, const std:
   std::printf("udp-forwarder: %s -> %s, %zu io_uring threads\n", listen.c_str(), peer.c_str(),
               threads);
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&signals, &sig);
-  uint64_t flows = 0, dropped = 0;
-  for (auto& w : workers) {
-    w->stop();
-    flows += w->flows();
-    dropped += w->dropped();
-  }
+  const auto [flows, dropped] = stopOnSignal(signals, workers, &kturn::bench::UringForwarder::flows,
+                                             &kturn::bench::UringForwarder::dropped);
   std::printf("udp-forwarder: stopped, %llu flows, %llu datagrams dropped\n",
               static_cast<unsigned long long>(flows), static_cast<unsigned long long>(dropped));
   return 0;
@@ -489,14 +501,9 @@ int main(int argc, char** argv) {
               tcp_listen.empty() ? "" : ", tcp ", tcp_listen.c_str(),
               tls_listen.empty() ? "" : ", tls ", tls_listen.c_str(), peer.c_str(), threads);
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&set, &sig);
-  uint64_t flows = 0, connections = 0;
-  for (auto& w : workers) {
-    w->stop();
-    flows += w->flows();
-    connections += w->connections();
-  }
+  const auto [flows, connections] =
+      stopOnSignal(set, workers, &kturn::bench::ForwarderWorker::flows,
+                   &kturn::bench::ForwarderWorker::connections);
   std::printf("udp-forwarder: stopped, %llu flows, %llu connections\n",
               static_cast<unsigned long long>(flows), static_cast<unsigned long long>(connections));
   return 0;

@@ -22,8 +22,8 @@ packages=(
   chromium
   # bench/compare draws its saturation chart with matplotlib (Agg backend)
   python3-matplotlib
-  # tests/deploy reads the CRDs and manifests; the Kubernetes API test server
-  # (tests/support/k8s_api_server) is Python with PyYAML and makes its certificate with openssl
+  # tests/deploy reads the CRDs and manifests with PyYAML; the test control plane
+  # (tests/support/control_plane.py) makes its certificates with openssl
   python3-yaml openssl
   # tools the tests use
   iproute2 procps ethtool libcap2-bin

@@ -1,5 +1,7 @@
 #include "k8s/api_client.h"
 
+#include <cctype>
+
 namespace kturn::k8s {
 
 std::string ApiResponse::describe() const {
@@ -77,6 +79,15 @@ Result<ApiResponse> ApiClient::request(const HttpRequest& request) {
   if (!response) return response.error();
   ApiResponse out{response->status, Json()};
   out.body = Json::parse(response->body, nullptr, /*allow_exceptions=*/false);
+  if (out.body.is_discarded() && response->status >= 400) {
+    // Not every error is a Status: the API server answers a path it does not serve (an API
+    // group or version whose CRD is not installed) with a plain-text "404 page not found".
+    std::string text = response->body.substr(0, 200);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    out.body = {
+        {"kind", "Status"}, {"status", "Failure"}, {"code", response->status}, {"message", text}};
+    return out;
+  }
   if (out.body.is_discarded()) {
     return makeError(Error::Code::kMalformed, request.method + " " + request.target + ": " +
                                                   std::to_string(response->status) +

@@ -58,4 +58,23 @@ const Json& Object::member(std::string_view key) const {
   return *it;
 }
 
+bool sameContent(const Json& a, const Json& b) {
+  if (a.is_object() && b.is_object()) {
+    if (a.size() != b.size()) return false;
+    for (const auto& [key, value] : a.items()) {
+      const auto other = b.find(key);
+      if (other == b.end() || !sameContent(value, *other)) return false;
+    }
+    return true;
+  }
+  if (a.is_array() && b.is_array()) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!sameContent(a[i], b[i])) return false;
+    }
+    return true;
+  }
+  return a == b;
+}
+
 }  // namespace kturn::k8s

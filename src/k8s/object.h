@@ -76,4 +76,10 @@ class Object {
 // Reads apiVersion, kind and metadata out of an object tree.
 ObjectMeta readMeta(const Json& body);
 
+// Whether two trees hold the same content, whatever the order of their object members: Json
+// keeps the order it read or built, and the API server writes members in an order of its own
+// (Go struct fields, or sorted for custom resources), so `==` would call a status read back
+// from the server different from the same status rendered here.
+bool sameContent(const Json& a, const Json& b);
+
 }  // namespace kturn::k8s

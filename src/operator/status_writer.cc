@@ -1,6 +1,7 @@
 #include "operator/status_writer.h"
 
 #include "common/log.h"
+#include "k8s/gateway_api.h"
 #include "k8s/resource_type.h"
 
 namespace kturn::op {
@@ -24,11 +25,29 @@ const Json* matchItem(const Json& item, const Json& old) {
   for (const char* key : {"name", "parentRef"}) {
     if (!item.contains(key)) continue;
     for (const Json& o : old) {
-      if (o.is_object() && o.contains(key) && o[key] == item[key]) return &o;
+      if (o.is_object() && o.contains(key) && k8s::sameContent(o[key], item[key])) return &o;
     }
     return nullptr;
   }
   return nullptr;
+}
+
+// A route status as the API server stores it: the route CRDs default a parentRef's group and kind
+// to the Gateway's (the Gateway API schema's defaults), so a parentRef rendered without them, as
+// STUNner renders it, reads back with them; compared as rendered it would never match, and every
+// render would write the status again.
+Json withParentRefDefaults(Json status) {
+  if (!status.is_object() || !status.contains("parents") || !status["parents"].is_array()) {
+    return status;
+  }
+  for (Json& parent : status["parents"]) {
+    if (!parent.is_object() || !parent.contains("parentRef")) continue;
+    Json& ref = parent["parentRef"];
+    if (!ref.is_object()) continue;
+    if (!ref.contains("group")) ref["group"] = std::string(k8s::kGatewayGroup);
+    if (!ref.contains("kind")) ref["kind"] = "Gateway";
+  }
+  return status;
 }
 
 }  // namespace
@@ -70,8 +89,8 @@ StatusWriter::Outcome StatusWriter::write(const std::vector<StatusUpdate>& statu
     }
     const Json& currentStatus =
         object->body().contains("status") ? object->body()["status"] : Json::object();
-    const Json status = keepTransitionTimes(update.status, currentStatus);
-    if (status == currentStatus) {
+    const Json status = keepTransitionTimes(withParentRefDefaults(update.status), currentStatus);
+    if (k8s::sameContent(status, currentStatus)) {
       ++outcome.unchanged;
       continue;
     }

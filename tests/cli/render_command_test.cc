@@ -1,6 +1,7 @@
 // `kturnctl render`: the same objects give the same render whether they come from manifest files
-// (-f) or from a cluster (--kubeconfig, against kturn-test-apiserver); a cluster is only listed,
-// each kind the operator watches once; the failures of each source and their exit statuses.
+// (-f) or from a cluster (--kubeconfig, against the real kube-apiserver of the test control
+// plane); a cluster is only listed, each kind the operator watches once; the failures of each
+// source (RBAC's 403, the authenticator's 401, a CRD not installed) and their exit statuses.
 #include "cli/render_command.h"
 
 #include <gtest/gtest.h>
@@ -15,13 +16,13 @@
 #include "k8s/api_client.h"
 #include "k8s/rest_config.h"
 #include "operator/watched_cluster.h"
-#include "support/k8s_api_server/test_api_server.h"
+#include "support/control_plane.h"
 
 namespace kturn::cli {
 namespace {
 
 using k8s::Json;
-using kturn::testing::TestApiServer;
+using kturn::testing::ClusterScope;
 
 constexpr char kNow[] = "2024-01-01T00:00:00Z";
 
@@ -46,10 +47,11 @@ Rendered render(RenderCommand command) {
   return {status, out.str(), err.str()};
 }
 
-Rendered renderFiles(const std::string& path) { return render({.paths = {path}}); }
-
-Rendered renderCluster(const std::string& kubeconfig, const std::string& context = "") {
-  return render({.kubeconfig = kubeconfig, .context = context});
+Rendered renderCluster(const std::string& kubeconfig, const std::string& controllerName,
+                       const std::string& context = "") {
+  return render({.kubeconfig = kubeconfig,
+                 .context = context,
+                 .options = {.controllerName = controllerName}});
 }
 
 // What only the API server sets, as a render shows it: metadata.generation (1 on create) as each
@@ -62,45 +64,62 @@ std::string withoutServerSetFields(const std::string& yaml) {
                             "");
 }
 
-std::unique_ptr<k8s::ApiClient> clientFor(const TestApiServer& server) {
-  auto config = k8s::loadKubeconfig(server.kubeconfig());
-  EXPECT_TRUE(config) << config.error().message;
-  if (!config) return nullptr;
-  auto client = k8s::ApiClient::create(*config);
-  EXPECT_TRUE(client) << client.error().message;
-  return client ? std::move(client).value() : nullptr;
+// The seed as it is in `scope`, with the ClusterIP the API server gave the media Service, as a
+// manifest file: what -f reads to render what the cluster holds.
+std::string localizedSeed(ClusterScope& scope) {
+  auto objects = k8s::loadManifestFiles(seedManifests());
+  EXPECT_TRUE(objects);
+  auto service = scope.admin().get(k8s::resources::service(), scope.ns("media"), "media-server");
+  EXPECT_TRUE(service && service->ok());
+  Json items = Json::array();
+  for (const k8s::Object& o : *objects) {
+    Json local = scope.localize(o.body());
+    if (local["kind"] == "Service") local["spec"]["clusterIP"] = service->body["spec"]["clusterIP"];
+    items.push_back(local);
+  }
+  return Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}.dump();
 }
 
-// The Kubernetes API requests the server answered (its /testctl/ requests left out).
-std::vector<Json> apiRequests(k8s::ApiClient& client) {
-  auto log = client.request({.method = "GET", .target = "/testctl/requests"});
-  EXPECT_TRUE(log && log->ok());
-  std::vector<Json> out;
-  if (!log) return out;
-  for (const Json& r : log->body["requests"]) {
-    if (r["path"].get<std::string>().rfind("/testctl/", 0) != 0) out.push_back(r);
+// What `user` asked the API server, from its audit log.
+std::vector<Json> apiRequests(const std::string& user) { return kturn::testing::auditEvents(user); }
+
+// Everything of the kinds the operator reads that `scope` holds, as the server stores it.
+Json scopedObjects(ClusterScope& scope) {
+  Json items = Json::array();
+  for (const k8s::ResourceType& type : op::WatchedCluster::kinds()) {
+    for (const std::string& ns : {scope.ns("media"), scope.ns("stunner")}) {
+      if (!type.namespaced && ns != scope.ns("media")) continue;
+      auto list = scope.admin().list(type, type.namespaced ? ns : "");
+      EXPECT_TRUE(list && list->ok()) << type.kind;
+      if (!list || !list->ok()) continue;
+      for (const k8s::Object& o : k8s::listItems(list->body, type)) {
+        const bool ours = type.namespaced || o.name() == scope.name("stunner-gatewayclass");
+        if (ours) items.push_back(o.body());
+      }
+    }
   }
-  return out;
+  return items;
 }
 
 TEST(RenderCommandTest, AClusterRendersAsTheManifestsItWasLoadedWith) {
-  TestApiServer server({.manifests = {seedManifests()}});
-  ASSERT_TRUE(server.ready()) << server.error();
-  const Rendered files = renderFiles(seedManifests());
+  ClusterScope scope;
+  ASSERT_TRUE(scope.ready());
+  ASSERT_TRUE(scope.apply(seedManifests()));
+  kturn::cli::testing::TempFile seed(localizedSeed(scope));
+  const Rendered files =
+      render({.paths = {seed.path()}, .options = {.controllerName = scope.controllerName()}});
   ASSERT_NE(files.out, "");
-  const Rendered cluster = renderCluster(server.kubeconfig());
+  const std::string kubeconfig = scope.serviceAccountKubeconfig("render");
+  const Rendered cluster = renderCluster(kubeconfig, scope.controllerName());
   EXPECT_EQ(cluster.status, files.status) << cluster.err;
   EXPECT_EQ(cluster.err, files.err);
   EXPECT_EQ(withoutServerSetFields(cluster.out), files.out);
 
   // Exactly, with what the server set: its objects written to a file render the same.
-  auto client = clientFor(server);
-  ASSERT_NE(client, nullptr);
-  auto state = client->request({.method = "GET", .target = "/testctl/state"});
-  ASSERT_TRUE(state && state->ok());
   kturn::cli::testing::TempFile dump(
-      Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", state->body["items"]}}.dump());
-  const Rendered stored = renderFiles(dump.path());  // JSON is YAML
+      Json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", scopedObjects(scope)}}.dump());
+  const Rendered stored =
+      render({.paths = {dump.path()}, .options = {.controllerName = scope.controllerName()}});
   EXPECT_EQ(cluster.out, stored.out);
   EXPECT_NE(cluster.out.find("observedGeneration: 1"), std::string::npos);
 
@@ -110,30 +129,36 @@ TEST(RenderCommandTest, AClusterRendersAsTheManifestsItWasLoadedWith) {
     expected.insert(type.collectionPath());
   }
   std::multiset<std::string> listed;
-  for (const Json& r : apiRequests(*client)) {
-    EXPECT_EQ(r["method"], "GET") << r.dump();
-    EXPECT_EQ(r["query"], "") << r.dump();
-    listed.insert(r["path"].get<std::string>());
+  for (const Json& r : apiRequests(scope.serviceAccountUser("render"))) {
+    EXPECT_EQ(r["verb"], "list") << r.dump();
+    listed.insert(r["requestURI"].get<std::string>());  // with its query, if any
   }
   EXPECT_EQ(listed, expected);
 
   // The binary prints the same.
-  kturn::cli::testing::Kturnctl binary(
-      {"render", "--kubeconfig", server.kubeconfig(), "--now", kNow});
+  kturn::cli::testing::Kturnctl binary({"render", "--kubeconfig", kubeconfig, "--controller-name",
+                                        scope.controllerName(), "--now", kNow});
   EXPECT_EQ(binary.wait(), cluster.status) << binary.err();
   EXPECT_EQ(binary.out(), cluster.out);
   EXPECT_EQ(binary.err(), cluster.err);
 }
 
 // A CRD that is not installed (the API server answers 404) reads as empty, as in the operator; a
-// note says so, and the render is what it would be with no object of that kind.
+// note says so, and the render is what it would be with no object of that kind. A cluster of its
+// own: a kube-apiserver on a new etcd prefix, with those two CRDs left out.
 TEST(RenderCommandTest, AKindNotServedReadsAsEmpty) {
-  TestApiServer server(
-      {.manifests = {seedManifests()},
-       .notServed = {"udproutes.gateway.networking.k8s.io", "staticservices.stunner.l7mp.io"}});
+  ClusterScope names;  // only for the etcd prefix
+  kturn::testing::ExtraApiServer server(
+      {.etcdPrefix = "/kturn-" + names.suffix(),
+       .skipCrds = {"udproutes.gateway.networking.k8s.io", "staticservices.stunner.l7mp.io"}});
   ASSERT_TRUE(server.ready()) << server.error();
-  const Rendered files = renderFiles(seedManifests());
-  const Rendered cluster = renderCluster(server.kubeconfig());
+  ClusterScope scope(server.kubeconfig());
+  ASSERT_TRUE(scope.ready());
+  ASSERT_TRUE(scope.apply(seedManifests()));
+  kturn::cli::testing::TempFile seed(localizedSeed(scope));
+  const Rendered files =
+      render({.paths = {seed.path()}, .options = {.controllerName = scope.controllerName()}});
+  const Rendered cluster = renderCluster(server.kubeconfig(), scope.controllerName());
   EXPECT_EQ(cluster.status, files.status) << cluster.err;
   EXPECT_EQ(withoutServerSetFields(cluster.out), files.out);
   const std::string note = "kturnctl render: " + server.url() + ": ";
@@ -144,30 +169,41 @@ TEST(RenderCommandTest, AKindNotServedReadsAsEmpty) {
                 "empty\n" + files.err);
 }
 
+// RBAC: a ServiceAccount that may list every kind the operator reads but Secrets.
 TEST(RenderCommandTest, AForbiddenListIsAFailureNamingTheKind) {
-  TestApiServer server({.manifests = {seedManifests()}, .forbidden = {"secrets"}});
-  ASSERT_TRUE(server.ready()) << server.error();
-  const Rendered cluster = renderCluster(server.kubeconfig());
+  ClusterScope scope;
+  ASSERT_TRUE(scope.ready());
+  ASSERT_TRUE(scope.apply(seedManifests()));
+  Json rules = Json::array();
+  for (const k8s::ResourceType& type : op::WatchedCluster::kinds()) {
+    if (type.kind == "Secret") continue;
+    rules.push_back(
+        {{"apiGroups", {type.group}}, {"resources", {type.plural}}, {"verbs", {"list"}}});
+  }
+  const std::string role = scope.clusterRole("no-secrets", rules);
+  const Rendered cluster =
+      renderCluster(scope.serviceAccountKubeconfig("render", role), scope.controllerName());
   EXPECT_EQ(cluster.status, kRenderFailure);
   EXPECT_EQ(cluster.out, "");
-  EXPECT_EQ(cluster.err, "kturnctl render: " + server.url() +
-                             ": list Secret (v1): 403 Forbidden: secrets is forbidden: User "
-                             "\"kturn-test\" cannot list resource \"secrets\" in API group \"\"\n");
+  EXPECT_EQ(cluster.err,
+            "kturnctl render: " + kturn::testing::serverUrl(kturn::testing::adminKubeconfig()) +
+                ": list Secret (v1): 403 Forbidden: secrets is forbidden: User \"" +
+                scope.serviceAccountUser("render") +
+                "\" cannot list resource \"secrets\" in API group \"\" at the "
+                "cluster scope\n");
 }
 
 TEST(RenderCommandTest, AWrongTokenIsAFailureNamingTheFirstKind) {
-  TestApiServer server({.manifests = {seedManifests()}});
-  ASSERT_TRUE(server.ready()) << server.error();
-  std::ifstream in(server.kubeconfig());
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t at = text.find(server.token());
-  ASSERT_NE(at, std::string::npos);
-  text.replace(at, server.token().size(), "not-the-token");
-  kturn::cli::testing::TempFile kubeconfig(text);
-  const Rendered cluster = renderCluster(kubeconfig.path());
+  ClusterScope scope;
+  ASSERT_TRUE(scope.ready());
+  std::ifstream in(scope.serviceAccountKubeconfig("render"));
+  Json config = Json::parse(in);
+  config["users"][0]["user"]["token"] = "not-the-token";
+  kturn::cli::testing::TempFile kubeconfig(config.dump());
+  const Rendered cluster = renderCluster(kubeconfig.path(), scope.controllerName());
   EXPECT_EQ(cluster.status, kRenderFailure);
   EXPECT_EQ(cluster.out, "");
-  EXPECT_EQ(cluster.err, "kturnctl render: " + server.url() +
+  EXPECT_EQ(cluster.err, "kturnctl render: " + kturn::testing::serverUrl(kubeconfig.path()) +
                              ": list GatewayClass (gateway.networking.k8s.io/v1): 401 "
                              "Unauthorized: Unauthorized\n");
 }
@@ -180,7 +216,7 @@ clusters: [{name: down, cluster: {server: "http://127.0.0.1:1"}}]
 users: [{name: u, user: {token: t}}]
 contexts: [{name: down, context: {cluster: down, user: u}}]
 )");
-  const Rendered cluster = renderCluster(kubeconfig.path());
+  const Rendered cluster = renderCluster(kubeconfig.path(), "");
   EXPECT_EQ(cluster.status, kRenderFailure);
   EXPECT_EQ(cluster.out, "");
   EXPECT_EQ(cluster.err.rfind("kturnctl render: http://127.0.0.1:1: list GatewayClass "
@@ -192,16 +228,14 @@ contexts: [{name: down, context: {cluster: down, user: u}}]
 
 // A kubeconfig that cannot be read or used is bad input, as an unreadable -f is.
 TEST(RenderCommandTest, AnUnusableKubeconfigIsBadInput) {
-  const Rendered missing = renderCluster("/nonexistent/kubeconfig");
+  const Rendered missing = renderCluster("/nonexistent/kubeconfig", "");
   EXPECT_EQ(missing.status, kRenderUsage);
   EXPECT_EQ(missing.out, "");
   EXPECT_NE(missing.err.find("kturnctl render: kubeconfig /nonexistent/kubeconfig"),
             std::string::npos)
       << missing.err;
 
-  TestApiServer server;
-  ASSERT_TRUE(server.ready()) << server.error();
-  const Rendered context = renderCluster(server.kubeconfig(), "nope");
+  const Rendered context = renderCluster(kturn::testing::adminKubeconfig(), "", "nope");
   EXPECT_EQ(context.status, kRenderUsage);
   EXPECT_NE(context.err.find("context nope not found"), std::string::npos) << context.err;
 }

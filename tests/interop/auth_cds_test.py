@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """kturn-auth following every gateway of a CDS server, as STUNner's auth service does, with the
-real kturn-operator as that server (against kturn-test-apiserver, tests/support/k8s_api_server)
-and one real kturnd per gateway fed over CDS:
+real kturn-operator as that server (against the real control plane of the test run, tests/
+support/control_plane.py; manifests applied with kubectl in namespaces of this test's own) and
+one real kturnd per gateway fed over CDS:
 
   1. Two GatewayClasses, each with its own GatewayConfig (realm) and Secret (shared secret), and
      one Gateway of each: media/gw-a and team/gw-b, on their own free UDP ports at 127.0.0.1.
@@ -27,11 +28,11 @@ import sys
 import urllib.error
 import urllib.request
 
-import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
-import operator_test as op  # noqa: E402  (its API client, waits and test API server start)
+import operator_test as op  # noqa: E402  (its waits)
+from operator_test import cp  # noqa: E402  (tests/support/control_plane.py)
 from auth_test import rest_password  # noqa: E402
 
 NS_A, GW_A, REALM_A, SECRET_A = "media", "gw-a", "a.kturn.test", "secret-of-gateway-a"
@@ -60,18 +61,17 @@ def gateway_manifests(cls: str, ns: str, gw: str, realm: str, secret: str, port:
     ]
 
 
-def write_manifests(workdir: str, port_a: int, port_b: int) -> str:
+def manifests(port_a: int, port_b: int) -> list:
     docs = (gateway_manifests("class-a", NS_A, GW_A, REALM_A, SECRET_A, port_a) +
             gateway_manifests("class-b", NS_B, GW_B, REALM_B, SECRET_B, port_b))
     # The :8086 health check is a fixed port: two kturnds on one host cannot both bind it.
     docs.append({"apiVersion": "stunner.l7mp.io/v1", "kind": "Dataplane",
                  "metadata": {"name": "default"},
                  "spec": {"image": "kturn/kturnd:latest", "disableHealthCheck": True}})
-    path = os.path.join(workdir, "manifests.yaml")
-    with open(path, "w") as f:
-        yaml.safe_dump_all(docs, f)
-    h.register_log(path)
-    return path
+    for d in docs:
+        if d["kind"] == "GatewayConfig":
+            d["spec"]["dataplane"] = "default"
+    return docs
 
 
 def http_get(port: int, path: str):
@@ -111,8 +111,10 @@ def signed_with(entry: dict) -> str:
 def body(args: argparse.Namespace, workdir: str) -> None:
     port_a, port_b = h.free_port(udp_only=True), h.free_port(udp_only=True)
     cds_port = h.free_port()
-    kubeconfig, apiserver = op.start_apiserver(workdir, write_manifests(workdir, port_a, port_b))
-    api = op.Api(kubeconfig)
+    scope = cp.Scope()
+    h.register_cleanup(scope.delete)
+    kubeconfig = scope.service_account_kubeconfig("kturn-operator")
+    ns_a, ns_b = scope.ns(NS_A), scope.ns(NS_B)
 
     def start(name: str, argv: list, env=None) -> h.Proc:
         p = h.Proc(name, argv, workdir, env=env)
@@ -123,8 +125,10 @@ def body(args: argparse.Namespace, workdir: str) -> None:
 
     operator = start("kturn-operator",
                      [os.path.abspath(args.operator), "--kubeconfig", kubeconfig,
+                      "--controller-name", scope.controller_name,
                       "--cds-addr", f"{h.LOOPBACK}:{cds_port}", "-l", "all:DEBUG"])
-    procs = [apiserver, operator]
+    procs = [operator]
+    scope.apply(manifests(port_a, port_b))
     cds = f"http://{h.LOOPBACK}:{cds_port}"
 
     # 1. Both configs over CDS, a kturnd per gateway, kturn-auth on every config.
@@ -135,10 +139,10 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         except (urllib.error.URLError, OSError):
             return None
     ids = op.wait_for("both configs over CDS",
-                      lambda: (lambda i: i if i == [f"{NS_A}/{GW_A}", f"{NS_B}/{GW_B}"] else None)(
+                      lambda: (lambda i: i if i == [f"{ns_a}/{GW_A}", f"{ns_b}/{GW_B}"] else None)(
                           cds_ids()), procs=procs)
     print(f"CDS serves {ids}")
-    for ns, gw, port in ((NS_A, GW_A, port_a), (NS_B, GW_B, port_b)):
+    for ns, gw, port in ((ns_a, GW_A, port_a), (ns_b, GW_B, port_b)):
         procs.append(start(f"kturnd-{gw}",
                            [os.path.abspath(args.kturnd), "-w", "-c", cds, "--id", f"{ns}/{gw}",
                             "-l", "all:DEBUG"], env=dict(os.environ, STUNNER_ADDR=h.LOOPBACK)))
@@ -178,20 +182,19 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     h.check(status == 200 and first["uris"] == entry_a["urls"] and
             first["password"] == rest_password(SECRET_A, first["username"]),
             f"GET / without filters: {status} {first}, want gateway A's")
-    status, only_b = http_get(auth_port, f"/?service=turn&namespace={NS_B}&gateway={GW_B}")
+    status, only_b = http_get(auth_port, f"/?service=turn&namespace={ns_b}&gateway={GW_B}")
     h.check(status == 200 and only_b["uris"] == entry_b["urls"],
-            f"GET / for {NS_B}/{GW_B}: {status} {only_b}")
+            f"GET / for {ns_b}/{GW_B}: {status} {only_b}")
     h.check(allocate(port_b, only_b["username"], only_b["password"]) is None,
             "GET / credential for gateway B does not allocate on B")
-    status, doc = http_get(auth_port, f"/ice?service=turn&namespace={NS_A}&gateway={GW_B}")
+    status, doc = http_get(auth_port, f"/ice?service=turn&namespace={ns_a}&gateway={GW_B}")
     h.check(status == 404 and doc["code"] == 404, f"filters selecting nothing: {status} {doc}")
     print("GET / answers for the first or the selected gateway; no match is 404")
 
     # 3. Gateway A's secret rotated through the API: followed without a restart.
-    code, _ = api.call("PATCH", "/api/v1/namespaces/stunner/secrets/class-a",
-                       {"data": {"secret": base64.b64encode(SECRET_A_ROTATED.encode()).decode()}},
-                       "application/merge-patch+json")
-    h.check(code == 200, f"rotating gateway A's Secret: HTTP {code}")
+    scope.kubectl("patch", "secret", "class-a", "-n", scope.ns("stunner"), "--type", "merge",
+                  "-p", json.dumps({"data": {"secret": base64.b64encode(
+                      SECRET_A_ROTATED.encode()).decode()}}))
     rotated = op.wait_for("a credential for A signed with the rotated secret",
                           lambda: (lambda d: d if d and signed_with(d["iceServers"][0]) ==
                                    SECRET_A_ROTATED else None)(ice()), procs=procs)
@@ -203,14 +206,12 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     print("gateway A's rotated secret: kturn-auth mints with it, kturnd A accepts it")
 
     # 4. Gateway B deleted: its entry goes away.
-    code, _ = api.call("DELETE", f"/apis/gateway.networking.k8s.io/v1/namespaces/{NS_B}/"
-                                 f"gateways/{GW_B}")
-    h.check(code == 200, f"deleting gateway B: HTTP {code}")
+    scope.kubectl("delete", "gateways.gateway.networking.k8s.io", GW_B, "-n", ns_b)
     doc = op.wait_for("/ice without gateway B",
                       lambda: (lambda d: d if d and len(d["iceServers"]) == 1 else None)(ice()),
                       procs=procs)
     h.check(doc["iceServers"][0]["urls"] == entry_a["urls"], f"/ice after the deletion: {doc}")
-    status, _ = http_get(auth_port, f"/?service=turn&namespace={NS_B}")
+    status, _ = http_get(auth_port, f"/?service=turn&namespace={ns_b}")
     h.check(status == 404, f"GET / for the deleted gateway: {status}, want 404")
     print("gateway B deleted: /ice lists gateway A only")
     for p in procs:

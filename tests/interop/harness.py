@@ -699,13 +699,18 @@ def free_udp_port_pair(host: str = LOOPBACK) -> int:
 
 
 def start_udp_echo_peer(workdir: str, host: str = LOOPBACK,
-                        port: Optional[int] = None) -> Tuple[Proc, int]:
-    """turnutils_peer (a UDP echo server) on host:port and port + 1; waits until it echoes."""
-    port = port or free_udp_port_pair(host)
-    peer = Proc("turnutils_peer", ["turnutils_peer", "-L", host, "-p", str(port)], workdir)
+                        port: Optional[int] = None,
+                        netns: Optional[str] = None) -> Tuple[Proc, int]:
+    """turnutils_peer (a UDP echo server) on host:port and port + 1, in network namespace
+    `netns` (None: this one); waits until it echoes."""
+    with in_netns(netns):
+        port = port or free_udp_port_pair(host)
+    prefix = ["ip", "netns", "exec", netns] if netns else []
+    peer = Proc(f"turnutils_peer-{host}", prefix + ["turnutils_peer", "-L", host, "-p", str(port)],
+                workdir)
     register_log(peer.log_path)
     peer.start()
-    with socket.socket(family_of(host), socket.SOCK_DGRAM) as s:
+    with in_netns(netns), socket.socket(family_of(host), socket.SOCK_DGRAM) as s:
         s.bind((host, 0))
         s.settimeout(0.2)
         for _ in range(50):  # ~10 s
@@ -811,6 +816,61 @@ class ThreeNamespaces:
         for ns in self.made:
             subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
         self.made = []
+
+
+class PodNetwork:
+    """Media "pods" for a test that puts their addresses in an EndpointSlice (the API server
+    refuses loopback ones there): a network namespace of the test's own holding one address per
+    pod, joined to the test's namespace by a veth pair whose near end has GATEWAY_IP. kturnd
+    listens on the gateway address, so its relay sockets (bound to the address the client
+    reached) can send to the pods. Needs root. Deleted by delete(), which create() registers."""
+
+    def __init__(self, pods: int = 2) -> None:
+        self.ns = f"kturn-pods-{os.getpid()}"
+        self.dev = f"kpod{os.getpid() % 100000}"
+        self.subnet = self._free_subnet()
+        self.gateway_ip = f"10.204.{self.subnet}.1"
+        self.pod_ips = [f"10.204.{self.subnet}.{2 + i}" for i in range(pods)]
+        self.made = False
+
+    @staticmethod
+    def _free_subnet() -> int:
+        """A 10.204.N.0/24 no interface of this namespace has (tests run side by side)."""
+        used = subprocess.run(["ip", "-o", "-4", "addr", "show"], stdout=subprocess.PIPE,
+                              text=True).stdout
+        start = os.getpid() % 250
+        for i in range(250):
+            n = (start + i) % 250 + 1
+            if f" 10.204.{n}." not in used:
+                return n
+        raise TestFailure("no free 10.204.N.0/24 for the pod network")
+
+    def create(self) -> "PodNetwork":
+        run = ThreeNamespaces.run
+        register_cleanup(self.delete)
+        run("ip", "netns", "add", self.ns)
+        self.made = True
+        run("ip", "-n", self.ns, "link", "set", "lo", "up")
+        run("ip", "link", "add", self.dev, "type", "veth", "peer", "name", "eth0", "netns",
+            self.ns)
+        run("ip", "addr", "add", f"{self.gateway_ip}/24", "dev", self.dev)
+        run("ip", "link", "set", self.dev, "up")
+        for ip in self.pod_ips:
+            run("ip", "-n", self.ns, "addr", "add", f"{ip}/24", "dev", "eth0")
+        run("ip", "-n", self.ns, "link", "set", "eth0", "up")
+        return self
+
+    def delete(self) -> None:
+        if self.made:  # the veth pair goes with the namespace
+            subprocess.run(["ip", "netns", "del", self.ns], stderr=subprocess.DEVNULL)
+            self.made = False
+
+
+def root_or_skip(why: str) -> None:
+    """Exits 77 (ctest's skip) with the reason when network namespaces cannot be made here."""
+    if os.geteuid() != 0 or not os.path.isdir("/proc/sys/net"):
+        print(f"SKIP: needs root for {why}")
+        sys.exit(77)
 
 
 # ---------------------------------------------------------------------------------------------

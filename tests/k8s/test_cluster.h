@@ -1,5 +1,5 @@
-// Shared by the k8s tests: a started test API server with the seed 000 manifests and a client
-// for it, and a bounded wait.
+// Shared by the k8s tests: the seed 000 manifests, the real control plane's scope and clients
+// (tests/support/control_plane.h), and a bounded wait.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,12 +7,9 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
-#include <memory>
 #include <thread>
 
-#include "k8s/api_client.h"
-#include "k8s/rest_config.h"
-#include "support/k8s_api_server/test_api_server.h"
+#include "support/control_plane.h"
 
 namespace kturn::k8s::test {
 
@@ -32,15 +29,6 @@ inline bool eventually(const std::function<bool()>& done,
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return done();
-}
-
-inline std::unique_ptr<ApiClient> clientFor(const testing::TestApiServer& server) {
-  auto config = loadKubeconfig(server.kubeconfig());
-  EXPECT_TRUE(config) << config.error().message;
-  if (!config) return nullptr;
-  auto client = ApiClient::create(*config);
-  EXPECT_TRUE(client) << client.error().message;
-  return client ? std::move(client).value() : nullptr;
 }
 
 }  // namespace kturn::k8s::test

@@ -1,6 +1,7 @@
-// The operator's control loop against kturn-test-apiserver and a real CdsServer on 127.0.0.1:
-// rendered configs served, owned objects applied once, statuses written back, endpoint changes
-// pushed; and the pieces (transition times, config validation before publishing) on their own.
+// The operator's control loop against the real kube-apiserver of the test control plane and a
+// real CdsServer on 127.0.0.1: rendered configs served, owned objects applied once (and accepted
+// by the API server's validation), statuses written back, endpoint changes pushed; and the pieces
+// (transition times, config validation before publishing) on their own.
 #include "operator/controller.h"
 
 #include <gtest/gtest.h>
@@ -12,7 +13,7 @@
 #include "k8s/rest_config.h"
 #include "operator/config_publisher.h"
 #include "operator/status_writer.h"
-#include "support/k8s_api_server/test_api_server.h"
+#include "support/control_plane.h"
 
 namespace kturn::op {
 namespace {
@@ -161,90 +162,122 @@ TEST(ConfigPublisher, OnlyEphemeralSecretsOverlap) {
 class ControllerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(server_.ready()) << server_.error();
-    auto config = k8s::loadKubeconfig(server_.kubeconfig());
-    ASSERT_TRUE(config) << config.error().message;
-    auto client = k8s::ApiClient::create(*config);
-    ASSERT_TRUE(client);
-    client_ = std::move(client).value();
+    ASSERT_TRUE(scope_.ready());
+    ASSERT_TRUE(scope_.apply(seedManifests()));
+    client_ = scope_.serviceAccountClient("kturn-operator");
+    ASSERT_TRUE(client_);
     auto cds = cds::CdsServer::start({.address = "127.0.0.1", .port = 0});
     ASSERT_TRUE(cds) << cds.error().message;
     cds_ = std::move(cds).value();
+    auto service =
+        scope_.admin().get(k8s::resources::service(), scope_.ns("media"), "media-server");
+    ASSERT_TRUE(service && service->ok());
+    clusterIp_ = service->body["spec"]["clusterIP"];
   }
 
+  // The operator's own GatewayClass and namespaces; watches the server ends every second, and a
+  // resync every half second, so that "settled" is tested against both.
+  ControllerOptions options() {
+    ControllerOptions o;
+    o.render.controllerName = scope_.controllerName();
+    o.resync = 500ms;
+    o.informer.watchTimeout = 1s;
+    return o;
+  }
+  std::string gateway() { return scope_.ns("media") + "/media-server-gateway"; }
   std::vector<std::string> endpoints() const {
-    auto config = cds_->get("media/media-server-gateway");
+    auto config = cds_->get(gatewayId_);
     return config && !config->clusters.empty() ? config->clusters[0].endpoints
                                                : std::vector<std::string>{};
   }
-  int requests(const std::string& method, const std::string& fragment) {
-    auto log = client_->request({.method = "GET", .target = "/testctl/requests"});
+  // What the operator wrote, from the API server's audit log.
+  int patches(const std::string& resource, const std::string& subresource = "") {
+    return kturn::testing::auditCount(operator_, "patch", resource, subresource);
+  }
+  int statusWrites() {
     int n = 0;
-    for (const Json& r : log->body["requests"]) {
-      if (r["method"] == method && r["path"].get<std::string>().find(fragment) != std::string::npos)
-        ++n;
+    for (const char* r : {"gatewayclasses", "gateways", "udproutes"}) n += patches(r, "status");
+    return n;
+  }
+  int writes() {
+    int n = 0;
+    for (const Json& e : kturn::testing::auditEvents(operator_)) {
+      const std::string verb = e.value("verb", "");
+      n += verb == "create" || verb == "update" || verb == "patch" || verb == "delete";
     }
     return n;
   }
 
-  kturn::testing::TestApiServer server_{{.manifests = {seedManifests()}}};
+  kturn::testing::ClusterScope scope_;
+  const std::string operator_ = scope_.serviceAccountUser("kturn-operator");
+  const std::string gatewayId_ = gateway();
   std::unique_ptr<k8s::ApiClient> client_;
   std::unique_ptr<cds::CdsServer> cds_;
+  std::string clusterIp_;
 };
 
 TEST_F(ControllerTest, RendersAppliesWritesStatusAndFollowsEndpoints) {
-  Controller controller(*client_, *cds_, {});
+  Controller controller(*client_, *cds_, options());
   controller.setLeading(true);
   controller.start();
   ASSERT_TRUE(eventually([&] { return !endpoints().empty(); }));
-  EXPECT_EQ(endpoints(), (std::vector<std::string>{"10.244.1.17", "10.244.2.9", "10.96.12.34"}));
+  EXPECT_EQ(endpoints(), (std::vector<std::string>{"10.244.1.17", "10.244.2.9", clusterIp_}));
+  const std::string ns = scope_.ns("media");
   ASSERT_TRUE(eventually([&] {
-    auto d = client_->get(k8s::resources::deployment(), "media", "media-server-gateway");
+    auto d = scope_.admin().get(k8s::resources::deployment(), ns, "media-server-gateway");
     return d && d->status == 200;
   }));
   ASSERT_TRUE(eventually([&] {
-    auto gw = client_->get(k8s::resources::gateway(), "media", "media-server-gateway");
-    return gw && gw->ok() && gw->body.contains("status") &&
-           gw->body["status"]["conditions"][0]["status"] == "True";
+    auto s = scope_.admin().get(k8s::resources::service(), ns, "media-server-gateway");
+    return s && s->status == 200;
+  })) << "the Service the operator applied";
+  ASSERT_TRUE(eventually([&] {
+    auto gw = scope_.admin().get(k8s::resources::gateway(), ns, "media-server-gateway");
+    if (!gw || !gw->ok()) return false;
+    for (const Json& c : gw->body["status"].value("conditions", Json::array())) {
+      if (c["type"] == "Accepted") return c["status"] == "True";
+    }
+    return false;
   }));
   // GatewayClass, Gateway, UDPRoute.
   ASSERT_TRUE(eventually([&] { return controller.stats().statusesWritten >= 3; }));
   std::this_thread::sleep_for(500ms);
-  const int deploymentApplies = requests("PATCH", "/deployments/");
-  const int statusWrites = requests("PATCH", "/status");
+  const int deploymentApplies = patches("deployments");
+  const int written = statusWrites();
   EXPECT_EQ(deploymentApplies, 1);
-  EXPECT_GE(statusWrites, 3);
-  // Settled: further renders (our own status writes come back as watch events, and a resync)
-  // write nothing.
-  ASSERT_TRUE(client_->request({.method = "POST", .target = "/testctl/close-watches"}));
-  std::this_thread::sleep_for(500ms);
-  EXPECT_EQ(requests("PATCH", "/status"), statusWrites);
-  EXPECT_EQ(requests("PATCH", "/deployments/"), deploymentApplies);
+  EXPECT_GE(written, 3);
+  EXPECT_EQ(controller.stats().configsRejected, 0u);
+  // Settled: further renders (our own status writes come back as watch events, the watches the
+  // server ends, the resyncs) write nothing.
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_EQ(statusWrites(), written);
+  EXPECT_EQ(patches("deployments"), deploymentApplies);
 
   // An endpoint change: new config on CDS, nothing else written.
-  auto slice = client_->get(k8s::resources::endpointSlice(), "media", "media-server-x7k2p");
+  auto slice = scope_.admin().get(k8s::resources::endpointSlice(), ns, "media-server-x7k2p");
   ASSERT_TRUE(slice && slice->ok());
   Json updated = slice->body;
   updated["endpoints"] = Json::array({{{"addresses", {"10.244.3.3"}}}});
-  ASSERT_TRUE(client_->update(k8s::resources::endpointSlice(), updated));
+  auto put = scope_.admin().update(k8s::resources::endpointSlice(), updated);
+  ASSERT_TRUE(put && put->ok()) << (put ? put->describe() : put.error().message);
   ASSERT_TRUE(eventually([&] {
-    return endpoints() == std::vector<std::string>{"10.244.3.3", "10.96.12.34"};
+    return endpoints() == std::vector<std::string>{"10.244.3.3", clusterIp_};
   }));
-  std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(requests("PATCH", "/deployments/"), deploymentApplies);
-  EXPECT_EQ(requests("PATCH", "/status"), statusWrites);
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(patches("deployments"), deploymentApplies);
+  EXPECT_EQ(statusWrites(), written);
   controller.stop();
 }
 
 TEST_F(ControllerTest, AFollowerServesCdsButWritesNothing) {
-  Controller controller(*client_, *cds_, {});
+  Controller controller(*client_, *cds_, options());
   controller.setLeading(false);
   controller.start();
   ASSERT_TRUE(eventually([&] { return !endpoints().empty(); }));
-  std::this_thread::sleep_for(300ms);
-  EXPECT_EQ(requests("PATCH", "/"), 0);
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(writes(), 0);
   controller.setLeading(true);  // gains leadership: applies and writes
-  ASSERT_TRUE(eventually([&] { return requests("PATCH", "/deployments/") == 1; }));
+  ASSERT_TRUE(eventually([&] { return patches("deployments") == 1; }));
   controller.stop();
 }
 

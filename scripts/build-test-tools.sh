@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Builds the test tools that kturn's Kubernetes tests run: the real control plane (etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler), kubectl, Helm, and the Gateway API
+# CRDs. They are test tools only: never shipped, never vendored, nothing of them is committed.
+#
+#   scripts/build-test-tools.sh [--link DIR]
+#
+# Each tool is built from its own Go module at a pinned release, with the ordinary Go client, into
+# a cache outside the repository keyed by version and by the hash of the module files that pin it
+# (tests/tools/*/go.{mod,sum}), so a second run costs a few checks. --link DIR makes DIR/bin and
+# DIR/crds point at this checkout's versions (the build directory's test-tools/, for ctest).
+#
+# KTURN_TOOLS_DIR overrides the cache (default ~/.cache/kturn-test-tools). Nothing here downloads
+# a binary or a toolchain: Go modules come from the module proxy and are compiled here
+# (GOTOOLCHAIN=local: the installed Go builds them or the script stops).
+set -euo pipefail
+
+KUBERNETES_VERSION=v1.36.3  # tests/tools/kubernetes/go.mod pins the same release
+ETCD_VERSION=v3.6.8         # the etcd Kubernetes v1.36.3 is tested with; tests/tools/etcd/go.mod
+HELM_VERSION=v4.3.2
+GATEWAY_API_VERSION=v1.6.3
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cache=${KTURN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kturn-test-tools}
+link=""
+while (($#)); do
+  case "$1" in
+    --link) link=$2; shift 2 ;;
+    *) echo "usage: $0 [--link DIR]" >&2; exit 2 ;;
+  esac
+done
+
+# The machine's Go (this project's machines come with a current one in /usr/local/go; Debian's
+# golang package is too old for these releases).
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
+command -v go >/dev/null || { echo "build-test-tools: Go is not installed (needed to build the" \
+  "Kubernetes test tools)" >&2; exit 1; }
+export GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0
+
+say() { echo "build-test-tools: $*" >&2; }
+
+# key NAME VERSION [FILES...]: the cache folder of one tool build.
+key() {
+  local name=$1 version=$2
+  shift 2
+  local h=""
+  (($#)) && h=-$(cat "$@" | sha256sum | cut -c1-12)
+  echo "$cache/$name-$version$h"
+}
+
+# built DIR: whether DIR holds a finished build (its stamp is written last).
+built() { [ -f "$1/.complete" ]; }
+
+# build_into DIR COMMAND...: runs COMMAND (which writes DIR/bin) and stamps DIR, timing it.
+build_into() {
+  local dir=$1
+  shift
+  rm -rf "$dir.tmp"
+  mkdir -p "$dir.tmp/bin"
+  local start=$SECONDS
+  OUT="$dir.tmp/bin" "$@"
+  touch "$dir.tmp/.complete"
+  rm -rf "$dir"
+  mv "$dir.tmp" "$dir"
+  say "$(basename "$dir") built in $((SECONDS - start)) s"
+}
+
+k8s_minor=${KUBERNETES_VERSION#v1.}
+k8s_minor=${k8s_minor%%.*}
+build_kubernetes() {
+  local flags=""
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    flags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$k8s_minor"
+    flags+=" -X $pkg.gitTreeState=clean"
+  done
+  (cd "$top/tests/tools/kubernetes" && go build -trimpath -ldflags "-s -w$flags" -o "$OUT/" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+}
+
+build_etcd() {
+  (cd "$top/tests/tools/etcd" && go build -trimpath -ldflags "-s -w" -o "$OUT/etcd" \
+    go.etcd.io/etcd/server/v3)
+}
+
+build_helm() {
+  # Helm has no replace directives, so its own go.mod and go.sum pin everything.
+  GOBIN=$OUT go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
+    "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+}
+
+# The Gateway API CRDs are YAML inside the sigs.k8s.io/gateway-api module: the standard channel,
+# and the experimental one for what kturn serves beyond it (UDPRoute v1alpha2, TCPRoute).
+build_gateway_api() {
+  local src
+  src=$(cd /tmp && go mod download -json "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION" |
+    sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -d "$src/config/crd/standard" ] || { say "gateway-api module has no config/crd"; return 1; }
+  mkdir -p "$OUT/../standard" "$OUT/../experimental"
+  cp "$src"/config/crd/standard/gateway.networking.k8s.io_*.yaml "$OUT/../standard/"
+  cp "$src"/config/crd/experimental/gateway.networking.k8s.io_*.yaml "$OUT/../experimental/"
+  # Admission policies are not CRDs; the test control plane installs CRDs only.
+  rm -f "$OUT"/../*/gateway.networking.k8s.io_vap_*.yaml
+  chmod -R u+w "$OUT/.."
+}
+
+kube_dir=$(key kubernetes "$KUBERNETES_VERSION" "$top"/tests/tools/kubernetes/go.{mod,sum})
+etcd_dir=$(key etcd "$ETCD_VERSION" "$top"/tests/tools/etcd/go.{mod,sum})
+helm_dir=$(key helm "$HELM_VERSION")
+gwapi_dir=$(key gateway-api "$GATEWAY_API_VERSION")
+
+built "$etcd_dir" || { say "building etcd $ETCD_VERSION"; build_into "$etcd_dir" build_etcd; }
+built "$helm_dir" || { say "building helm $HELM_VERSION"; build_into "$helm_dir" build_helm; }
+built "$gwapi_dir" || build_into "$gwapi_dir" build_gateway_api
+built "$kube_dir" || {
+  say "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl" \
+    "$KUBERNETES_VERSION (cold: about 15 minutes on 2 cores)"
+  build_into "$kube_dir" build_kubernetes
+}
+
+if [ -n "$link" ]; then
+  mkdir -p "$link/bin"
+  for b in "$kube_dir"/bin/* "$etcd_dir/bin/etcd" "$helm_dir/bin/helm"; do
+    ln -sfn "$b" "$link/bin/$(basename "$b")"
+  done
+  ln -sfn "$gwapi_dir" "$link/gateway-api"
+  {
+    echo "KUBERNETES_VERSION=$KUBERNETES_VERSION"
+    echo "ETCD_VERSION=$ETCD_VERSION"
+    echo "HELM_VERSION=$HELM_VERSION"
+    echo "GATEWAY_API_VERSION=$GATEWAY_API_VERSION"
+  } >"$link/versions.env"
+fi

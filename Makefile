@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build run test test-tools test-unit test-interop clean format config-reference
+.PHONY: deps configure build run test test-tools manifests test-unit test-interop clean format config-reference
 
 deps:
 	@bash scripts/install-deps.sh
@@ -26,6 +26,10 @@ run: build
 # directory for ctest.
 test-tools:
 	@bash scripts/build-test-tools.sh --link $(BUILD_DIR)/test-tools
+
+# Regenerates deploy/manifests/kturn.yaml from the Helm chart with the real Helm.
+manifests: test-tools
+	@HELM=$(BUILD_DIR)/test-tools/bin/helm bash scripts/update-manifests.sh
 
 test: build test-tools
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout 600

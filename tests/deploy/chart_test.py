@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """deploy/helm/kturn (and deploy/manifests/kturn.yaml, rendered from it) against the code.
 
-The chart is rendered with deploy/helm/render.py twice: with its defaults and with every
-optional part on (tests/deploy/fixtures/chart-all-features.yaml). Then:
+The chart is rendered with the real Helm (`helm template`, built by scripts/build-test-tools.sh)
+twice: with its defaults and with every optional part on (tests/deploy/fixtures/
+chart-all-features.yaml). Then:
+
+  * `helm lint --strict` passes for both;
 
   * every object is well-formed: apiVersion, kind, name, a namespace exactly when namespaced,
     a kind this chart is meant to ship, no two objects with one identity;
@@ -20,18 +23,21 @@ optional part on (tests/deploy/fixtures/chart-all-features.yaml). Then:
     stunner.l7mp.io in separate rules; nothing for kturn-auth or the dataplane pods;
   * pods meet the restricted Pod Security Standard; only kturnd adds a capability, and only
     NET_BIND_SERVICE;
-  * the default Dataplane validates against its CRD and sets only fields the operator reads;
+  * the default Dataplane is accepted by the API server (a server-side dry run against the
+    test control plane, tests/support/control_plane.py) and sets only fields the operator reads;
     the PodMonitor selects the labels and port the operator gives gateway pods; the HPA uses
     series kturnd exports (docs/metrics.md) and scales the Deployment the operator names;
   * the chart's crds/ is a link to deploy/crds, and deploy/manifests/kturn.yaml is
-    what the renderer makes of the chart now.
+    what `helm template` makes of the chart now (scripts/update-manifests.sh).
 
   /usr/bin/python3 tests/deploy/chart_test.py [-v]
 """
 
 import glob
+import json
 import os
 import re
+import subprocess
 import sys
 import unittest
 
@@ -40,9 +46,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(REPO, "deploy", "helm"))
-import render  # noqa: E402
-from openapi_subset import load_all, validate  # noqa: E402
+import helm  # noqa: E402
 
 CHART = os.path.join(REPO, "deploy", "helm", "kturn")
 RELEASE = "kturn"
@@ -95,15 +99,18 @@ def read(path):
 
 
 def render_chart(value_files=()):
-    stream, _ = render.render(CHART, RELEASE, NAMESPACE, include_crds=False,
-                              value_files=value_files)
-    return [d for d in yaml.load_all(stream, Loader=render.KubeYamlLoader) if d is not None]
+    return helm.objects(helm.template(CHART, RELEASE, NAMESPACE, value_files=value_files))
+
+
+def chart_file(name):
+    with open(os.path.join(CHART, name), encoding="utf-8") as f:
+        return yaml.safe_load(f)
 
 
 DEFAULT = render_chart()
 FULL = render_chart([ALL_FEATURES])
 RENDERS = {"defaults": DEFAULT, "all features": FULL}
-VALUES = render.Chart(CHART).values
+VALUES = chart_file("values.yaml")
 
 
 def find(objects, kind, name=None, namespace=None):
@@ -351,12 +358,17 @@ class WellFormedTest(unittest.TestCase):
             self.assertIn(kind, kinds(DEFAULT))
 
     def test_notes_render(self):
-        _, notes = render.render(CHART, RELEASE, NAMESPACE)
-        self.assertIn(f"svc/{RELEASE}-auth", notes)
+        self.assertIn(f"svc/{RELEASE}-auth", helm.notes(CHART, RELEASE, NAMESPACE))
+
+    def test_lint(self):
+        for case, files in {"defaults": [], "all features": [ALL_FEATURES]}.items():
+            with self.subTest(case=case):
+                rc, out = helm.lint(CHART, files)
+                self.assertEqual(rc, 0, out)
 
     def test_chart_app_version_is_the_project_version(self):
         version = re.search(r"project\(kturn VERSION ([0-9.]+)", read("CMakeLists.txt")).group(1)
-        self.assertEqual(render.Chart(CHART).meta["appVersion"], version)
+        self.assertEqual(chart_file("Chart.yaml")["appVersion"], version)
 
 
 class ReferencesTest(unittest.TestCase):
@@ -511,8 +523,8 @@ class BinariesTest(unittest.TestCase):
             "containers"][0]["args"]))
 
     def test_auth_without_a_gateway_follows_every_gateway(self):
-        stream, notes = render.render(CHART, RELEASE, NAMESPACE, sets=["auth.gateway="])
-        objects = [d for d in yaml.load_all(stream, Loader=render.KubeYamlLoader) if d]
+        objects = helm.objects(helm.template(CHART, RELEASE, NAMESPACE, sets=["auth.gateway="]))
+        notes = helm.notes(CHART, RELEASE, NAMESPACE, sets=["auth.gateway="])
         spec = component(objects, "Deployment", f"{RELEASE}-auth")["spec"]["template"]["spec"]
         args = args_map(spec["containers"][0]["args"])
         self.assertNotIn("--id", args)
@@ -652,17 +664,15 @@ class SecurityTest(unittest.TestCase):
 
 
 class DataplaneTest(unittest.TestCase):
-    CRD = load_all(os.path.join(REPO, "deploy", "crds", "stunner.l7mp.io_dataplanes.yaml"))[0]
-
-    def schema(self):
-        return next(v for v in self.CRD["spec"]["versions"]
-                    if v["name"] == "v1")["schema"]["openAPIV3Schema"]
-
-    def test_validates_against_the_crd(self):
+    def test_the_api_server_accepts_it(self):
+        kubeconfig = os.path.join(os.environ["KTURN_CONTROL_PLANE"], "kubeconfig")
         for case, objects in RENDERS.items():
             with self.subTest(case=case):
-                self.assertEqual(validate(one(objects, "Dataplane", "default"), self.schema()),
-                                 [])
+                r = subprocess.run([helm.KUBECTL, "--kubeconfig", kubeconfig, "apply",
+                                    "--dry-run=server", "-f", "-"], capture_output=True,
+                                   text=True, input=json.dumps(one(objects, "Dataplane",
+                                                                   "default")), timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_sets_only_fields_the_operator_reads(self):
         body = function_body("src/k8s/stunner_api.cc", r"Dataplane readDataplane\(")
@@ -687,7 +697,7 @@ class DataplaneTest(unittest.TestCase):
         spec = one(FULL, "Dataplane", "default")["spec"]
         self.assertNotIn("replicas", spec)
         self.assertIsNone(VALUES["dataplane"]["replicas"])
-        stream, _ = render.render(CHART, RELEASE, NAMESPACE, sets=["dataplane.replicas=3"])
+        stream = helm.template(CHART, RELEASE, NAMESPACE, sets=["dataplane.replicas=3"])
         self.assertIn("\n  replicas: 3\n", stream)
 
     def test_metrics_endpoint_follows_the_pod_monitor(self):
@@ -749,21 +759,20 @@ class GeneratedFilesTest(unittest.TestCase):
         self.assertEqual(os.path.realpath(link),
                          os.path.realpath(os.path.join(REPO, "deploy", "crds")))
         # ... and the renderer installs every CRD through it, and nothing else (no README).
+        stream = helm.template(CHART, RELEASE, NAMESPACE, include_crds=True)
         self.assertEqual(
-            sorted(os.path.basename(f) for f in render.Chart(CHART).crd_files()),
+            sorted(re.findall(r"^# Source: kturn/crds/(\S+)$", stream, re.M)),
             sorted(os.path.basename(p) for p in
                    glob.glob(os.path.join(REPO, "deploy", "crds", "*.yaml"))))
 
     def test_manifests_are_up_to_date(self):
-        with open(os.path.join(REPO, render.MANIFEST_PATH), encoding="utf-8") as f:
+        with open(os.path.join(REPO, helm.MANIFEST_PATH), encoding="utf-8") as f:
             current = f.read()
-        self.assertTrue(current == render.canonical_manifests(),
-                        f"{render.MANIFEST_PATH} is stale: run "
-                        "python3 deploy/helm/render.py --update-manifests")
+        self.assertTrue(current == helm.canonical_manifests(),
+                        f"{helm.MANIFEST_PATH} is stale: run make manifests")
 
     def test_manifests_hold_crds_namespace_and_the_default_release(self):
-        objects = [d for d in yaml.load_all(read(render.MANIFEST_PATH),
-                                            Loader=render.KubeYamlLoader) if d]
+        objects = helm.objects(read(helm.MANIFEST_PATH))
         kinds = [o["kind"] for o in objects]
         self.assertEqual(kinds[:5], ["CustomResourceDefinition"] * 5)
         self.assertEqual(kinds[5], "Namespace")

@@ -22,14 +22,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import unittest
 
+import yaml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "deploy", "helm"))
-import render  # noqa: E402
+CHART = os.path.join(REPO, "deploy", "helm", "kturn")
 
 DOCKER = os.path.join(REPO, "deploy", "docker")
 STAGE_SCRIPT = os.path.join(DOCKER, "stage-runtime.sh")
@@ -46,8 +46,10 @@ DISTROLESS_CC_LIBS = ("libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.
                       "libresolv.so", "libutil.so", "libgcc_s.so", "libstdc++.so", "libgomp.so",
                       "libssl.so", "libcrypto.so", "ld-linux")
 
-VALUES = render.Chart(os.path.join(REPO, "deploy", "helm", "kturn")).values
-APP_VERSION = render.Chart(os.path.join(REPO, "deploy", "helm", "kturn")).meta["appVersion"]
+with open(os.path.join(CHART, "values.yaml"), encoding="utf-8") as f:
+    VALUES = yaml.safe_load(f)
+with open(os.path.join(CHART, "Chart.yaml"), encoding="utf-8") as f:
+    APP_VERSION = yaml.safe_load(f)["appVersion"]
 
 
 def read(path):

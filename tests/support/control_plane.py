@@ -388,13 +388,14 @@ class Scope:
         self.files: List[str] = []
 
     def kubectl(self, *args: str, kubeconfig: str = "", check: bool = True,
-                input: Optional[str] = None) -> str:
+                input: Optional[str] = None, stderr: bool = False) -> str:
+        """kubectl's output (with its errors after it, stderr=True); check: fail on an error."""
         argv = [os.path.join(self.env["TOOLS"], "bin", "kubectl"), "--kubeconfig",
                 kubeconfig or self.kubeconfig, *args]
         r = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=60)
         if check and r.returncode != 0:
             raise RuntimeError(f"kubectl {' '.join(args)}: {r.stderr.strip()}")
-        return r.stdout
+        return r.stdout + r.stderr if stderr else r.stdout
 
     def get(self, kind: str, name: str, ns: str = "") -> Optional[dict]:
         args = ["get", kind, name, "-o", "json", "--show-managed-fields"] + (
@@ -453,9 +454,12 @@ class Scope:
                                                             "items": local}))
 
     def service_account_kubeconfig(self, sa: str, cluster_role: str = "cluster-admin",
-                                   base: str = "kturn") -> str:
+                                   base: str = "kturn", create: bool = True) -> str:
+        """A kubeconfig with a TokenRequest token of ServiceAccount `sa` in ns(base): made here
+        and bound to `cluster_role` (none: ""), or, create=False, one that exists already."""
         ns = self.ns(base)
-        self.kubectl("create", "serviceaccount", sa, "-n", ns)
+        if create:
+            self.kubectl("create", "serviceaccount", sa, "-n", ns)
         if cluster_role:
             binding = self.name(sa)
             self.kubectl("create", "clusterrolebinding", binding, "--clusterrole", cluster_role,
@@ -474,18 +478,24 @@ class Scope:
     def service_account_user(self, sa: str, base: str = "kturn") -> str:
         return f"system:serviceaccount:{self.ns(base)}:{sa}"
 
-    def audit_count(self, user: str, verb: str, resource: str, subresource: str = "") -> int:
-        n = 0
+    def audit_events(self, user: str) -> List[dict]:
+        """The audit log's events (stage ResponseComplete) of one user."""
+        out = []
         with open(os.path.join(self.dir, "audit.log")) as f:
             for line in f:
-                if user not in line:
-                    continue
-                e = json.loads(line)
-                ref = e.get("objectRef", {})
-                if (e["user"]["username"] == user and e["verb"] == verb and
-                        ref.get("resource") == resource and
-                        (subresource == "*" or ref.get("subresource", "") == subresource)):
-                    n += 1
+                if user in line:
+                    e = json.loads(line)
+                    if e["user"]["username"] == user:
+                        out.append(e)
+        return out
+
+    def audit_count(self, user: str, verb: str, resource: str, subresource: str = "") -> int:
+        n = 0
+        for e in self.audit_events(user):
+            ref = e.get("objectRef", {})
+            if (e["verb"] == verb and ref.get("resource") == resource and
+                    (subresource == "*" or ref.get("subresource", "") == subresource)):
+                n += 1
         return n
 
     def delete(self) -> None:

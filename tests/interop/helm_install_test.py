@@ -1,0 +1,176 @@
+#!/usr/bin/python3
+"""The Helm chart installed with the real Helm into the test run's real control plane
+(tests/support/control_plane.py), then its RBAC proven by use and its leader election by a kill:
+
+  1. `helm install` of deploy/helm/kturn into a namespace of this test's own, waiting for hooks
+     only (the cluster has no node: the pods stay Pending). The release is deployed, and the API
+     server holds what the chart renders: the operator's and kturn-auth's ServiceAccounts,
+     Deployments and Services, the ClusterRole and the leader-election Role with their
+     bindings, the default Dataplane.
+  2. Two kturn-operator processes run here as the chart's operator ServiceAccount, with a token
+     from the TokenRequest API, so with exactly the chart's ClusterRole and Role under RBAC
+     authorization, and with the container arguments the chart gives the operator (its Lease,
+     its namespace), less what only makes sense in a pod (the CDS listen address). The seed 000
+     manifests are applied with kubectl: the leader renders, applies the Gateway's Deployment and
+     Service and writes every status. The API server's audit log must show no 403 for the
+     operator's account, and every write the operator needs answered 2xx.
+  3. The leader is SIGKILLed: the other replica takes the Lease over within the lease duration
+     (15 s) plus one retry period, and applies the Gateway's objects again.
+  4. `helm uninstall` removes the release.
+
+kturn-auth needs no Kubernetes access (its config comes over CDS): the chart gives its
+ServiceAccount no token and no RBAC, which tests/deploy/chart_test.py checks.
+
+  /usr/bin/python3 helm_install_test.py --server kturnd --kturnd build/kturnd \\
+      --operator build/kturn-operator        (KTURN_CONTROL_PLANE: the control plane's folder)
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+import operator_test as op  # noqa: E402  (its waits and seed manifests)
+from operator_test import cp  # noqa: E402  (tests/support/control_plane.py)
+
+REPO = op.REPO
+CHART = os.path.join(REPO, "deploy", "helm", "kturn")
+LEASE_DURATION = 15  # seconds: the operator's default (src/operator/operator_main.cc)
+RETRY_PERIOD = 2
+
+
+def helm(scope: "cp.Scope", *args: str, check: bool = True) -> str:
+    r = subprocess.run([os.path.join(scope.env["TOOLS"], "bin", "helm"), "--kubeconfig",
+                        scope.kubeconfig, *args], capture_output=True, text=True, timeout=120)
+    h.check(r.returncode == 0 or not check, f"helm {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def chart_args(scope: "cp.Scope", release: str, ns: str) -> list:
+    """The operator container's arguments from the installed Deployment."""
+    dep = scope.get("deployment", f"{release}-operator", "kturn-system")
+    h.check(dep is not None, "the chart's operator Deployment is not in the cluster")
+    spec = dep["spec"]["template"]["spec"]
+    h.check(spec["serviceAccountName"] == f"{release}-operator",
+            f"operator ServiceAccount: {spec['serviceAccountName']}")
+    return spec["containers"][0]["args"]
+
+
+def body(args: argparse.Namespace, workdir: str) -> None:
+    scope = cp.Scope()
+    h.register_cleanup(scope.delete)
+    ns = scope.ns("kturn-system")
+    release = scope.name("kturn")
+
+    # 1. helm install, and what it created.
+    out = helm(scope, "install", release, CHART, "-n", ns, "--wait=hookOnly",
+               "--set", f"operator.controllerName={scope.controller_name}")
+    h.register_cleanup(lambda: helm(scope, "uninstall", release, "-n", ns, "--wait=hookOnly",
+                                    check=False))
+    status = json.loads(helm(scope, "status", release, "-n", ns, "-o", "json"))
+    h.check(status["info"]["status"] == "deployed", f"helm status: {status['info']}")
+    print(f"helm install {release}: {status['info']['status']}, "
+          f"revision {status['version']}\n{out.splitlines()[0] if out else ''}")
+    for kind, name, where in (("serviceaccount", f"{release}-operator", "kturn-system"),
+                              ("serviceaccount", f"{release}-auth", "kturn-system"),
+                              ("deployment", f"{release}-operator", "kturn-system"),
+                              ("deployment", f"{release}-auth", "kturn-system"),
+                              ("service", f"{release}-config-discovery", "kturn-system"),
+                              ("role", f"{release}-operator-leader-election", "kturn-system"),
+                              ("clusterrole", f"{release}-operator", ""),
+                              ("clusterrolebinding", f"{release}-operator", ""),
+                              ("dataplane", "default", "")):
+        h.check(scope.get(kind, name, where) is not None, f"{kind} {name} not installed")
+    print("the release's ServiceAccounts, Deployments, Services, RBAC and Dataplane are there")
+
+    # 2. Two replicas as the chart's ServiceAccount, with the chart's arguments.
+    kubeconfig = scope.service_account_kubeconfig(f"{release}-operator", cluster_role="",
+                                                  base="kturn-system", create=False)
+    user = scope.service_account_user(f"{release}-operator", base="kturn-system")
+    argv = [a for a in chart_args(scope, release, ns)
+            if not a.startswith(("--cds-addr=", "--log="))]
+
+    def start(identity: str) -> h.Proc:
+        p = h.Proc(f"kturn-operator-{identity}",
+                   [os.path.abspath(args.operator), "--kubeconfig", kubeconfig, *argv,
+                    "--cds-addr", f"127.0.0.1:{h.free_port()}",
+                    "--leader-election-identity", identity, "-l", "all:DEBUG"], workdir)
+        h.register_log(p.log_path)
+        return p.start()
+
+    lease_ns = next(a.split("=", 1)[1] for a in argv
+                    if a.startswith("--leader-election-namespace="))
+    lease_name = next(a.split("=", 1)[1] for a in argv if a.startswith("--leader-election-id="))
+    h.check(lease_ns == ns, f"the chart's Lease namespace {lease_ns}, want the release's {ns}")
+
+    def holder():
+        lease = scope.kubectl("get", "lease", lease_name, "-n", lease_ns, "-o", "json",
+                              check=False)
+        return json.loads(lease)["spec"].get("holderIdentity") if lease.strip() else None
+
+    a = start("a")
+    op.wait_for("replica a leading", lambda: holder() == "a", procs=[a])
+    b = start("b")
+    scope.apply(op.load(op.SEED_FIXED))
+    gw = op.wait_for("Gateway Accepted True", lambda: (lambda g: g if (op.condition(
+        g, "Accepted") or {}).get("status") == "True" else None)(scope.get(
+            "gateways.gateway.networking.k8s.io", "media-server-gateway", "media")),
+        procs=[a, b])
+    op.wait_for("the Gateway's Deployment and Service applied", lambda: scope.get(
+        "deployment", "media-server-gateway", "media") and scope.get(
+        "service", "media-server-gateway", "media"), procs=[a, b])
+    op.wait_for("UDPRoute status written", lambda: (scope.get(
+        "udproutes.stunner.l7mp.io", "media-server-route", "media") or {}).get(
+        "status", {}).get("parents"), procs=[a, b])
+    print(f"replica a renders as {user}: Gateway {gw['metadata']['name']} Accepted, "
+          "Deployment, Service and statuses written")
+
+    def forbidden():
+        return [e for e in scope.audit_events(user) if e["responseStatus"]["code"] == 403]
+
+    denied = forbidden()
+    h.check(not denied, "the chart's RBAC denied the operator:\n" + "\n".join(
+        f"{e['verb']} {e['requestURI']}: {e['responseStatus'].get('message', '')}"
+        for e in denied[:10]))
+    writes = [e for e in scope.audit_events(user)
+              if e["verb"] in ("create", "update", "patch", "delete")]
+    failed = [e for e in writes if not 200 <= e["responseStatus"]["code"] < 300]
+    h.check(writes and not failed, f"{len(writes)} writes, failed: {failed[:5]}")
+    print(f"RBAC by use: {len(scope.audit_events(user))} requests, {len(writes)} writes, no 403")
+
+    # 3. The leader dies; the other replica takes over within the lease duration.
+    applies = scope.audit_count(user, "patch", "deployments")
+    a.proc.kill()
+    a.proc.wait(timeout=5)
+    killed = time.monotonic()
+    op.wait_for("replica b leading", lambda: holder() == "b", LEASE_DURATION + 10, procs=[b])
+    took = time.monotonic() - killed
+    print(f"replica a SIGKILLed: b leads {took:.1f} s later (lease {LEASE_DURATION} s)")
+    h.check(took <= LEASE_DURATION + RETRY_PERIOD + 1,
+            f"takeover took {took:.1f} s, more than the lease duration plus a retry period")
+    op.wait_for("replica b applying the Gateway's objects",
+                lambda: scope.audit_count(user, "patch", "deployments") > applies, procs=[b])
+    h.check(not forbidden(), "403 after the takeover")
+
+    # 4. helm uninstall.
+    helm(scope, "uninstall", release, "-n", ns, "--wait=hookOnly")
+    op.wait_for("the release's ClusterRole removed",
+                lambda: scope.get("clusterrole", f"{release}-operator") is None)
+    print("helm uninstall: the release's cluster-wide objects are gone")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    h.add_server_args(p)
+    p.add_argument("--operator", required=True, help="kturn-operator binary")
+    args, _ = p.parse_known_args()
+    h.run_test("helm-install", body, p, overall_timeout=110)
+
+
+if __name__ == "__main__":
+    main()

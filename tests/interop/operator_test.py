@@ -17,7 +17,9 @@ Needs root for that namespace: exits 77 (skipped) without it.
 Steps and checks:
   1. The seed's GatewayClass verbatim: the API server refuses it (its parametersRef lacks
      `group`, which the Gateway API CRD requires) and kubectl's error names the field. The fixed
-     manifests are applied.
+     GatewayClass is accepted by the API server, but applied before its GatewayConfig: the
+     operator writes Accepted False InvalidParameters naming the missing GatewayConfig. Then
+     the rest of the manifests are applied.
   2. Deployment and Service of the Gateway applied (server-side apply, field manager
      kturn-operator, owned by the Gateway), Gateway Accepted/Programmed-listener and UDPRoute
      Accepted/ResolvedRefs True written; the Lease names the leader.
@@ -194,12 +196,22 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     operator = start_operator("")
     procs = [operator]
 
-    # 1. The verbatim GatewayClass never gets in; the fixed manifests do.
+    # 1. The verbatim GatewayClass never gets in. The fixed one does, but until its
+    #    GatewayConfig exists the operator reports it unusable, naming what is missing.
     apply_verbatim_class(scope)
-    scope.apply(manifests(turn_port, POD_A))
+    docs = manifests(turn_port, POD_A)
+    scope.apply([d for d in docs if d["kind"] == "GatewayClass"])
+    gc_name = scope.name("stunner-gatewayclass")
+    c = wait_for("GatewayClass status without its GatewayConfig",
+                 lambda: (lambda c: c if c and c["status"] == "False" else None)(
+                     condition(scope.get("gatewayclass", gc_name), "Accepted")), procs=procs)
+    print(f"GatewayClass before its GatewayConfig: Accepted {c['status']} {c['reason']}: "
+          f"{c['message']}")
+    h.check(c["reason"] == "InvalidParameters" and "GatewayConfig" in c["message"] and
+            "not found" in c["message"], f"the condition should name the missing GatewayConfig: {c}")
+    scope.apply(docs)
 
     # 2. Everything is rendered, applied and reported.
-    gc_name = scope.name("stunner-gatewayclass")
     wait_for("GatewayClass Accepted True",
              lambda: (condition(scope.get("gatewayclass", gc_name), "Accepted") or {}).get(
                  "status") == "True", procs=procs)

@@ -30,8 +30,8 @@ struct RenderCommand {
   std::string context{};       // of the kubeconfig; empty: its current-context
   double timeoutSeconds = 30;  // per list request to the API server
   op::RenderOptions options{};
-  std::string referenceGrants = "enforce";  // or "ignore"
-  std::string now{};                        // lastTransitionTime; empty: the current time
+  std::string referenceGrants = "ignore";  // as STUNner; or "enforce"
+  std::string now{};                       // lastTransitionTime; empty: the current time
 };
 
 // Registers the `render` subcommand; `command` must outlive `app`.

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   kturn::k8s::LeaderElectionOptions election;
   election.name = "kturn-operator-leader";
   std::string fromFiles;
-  std::string referenceGrants = "enforce";
+  std::string referenceGrants = "ignore";
   std::string logSpec = "all:INFO";
   std::string logFormat = "text";
 

@@ -20,9 +20,11 @@ struct RenderOptions {
   // Where stunnerd pods fetch their config (STUNNER_CONFIG_ORIGIN); host:port, port defaults to
   // 13478. The operator sets this to its pod address at run time.
   std::string configDiscoveryAddress = ":13478";
-  // Beyond STUNner, which never checks them: a backend in another namespace than its route needs
-  // a ReferenceGrant there (Gateway API). false renders such backends as STUNner does.
-  bool enforceReferenceGrants = true;
+  // Off by default, as in STUNner, which never checks them. On (--reference-grants=enforce), a
+  // backend in another namespace than its route, or a Gateway's certificate Secret in another
+  // namespace than the Gateway, needs a ReferenceGrant there (Gateway API); without one the
+  // route or listener gets a RefNotPermitted condition naming the missing grant.
+  bool enforceReferenceGrants = false;
   // STUNner's EnableRelayToClusterIP: a Service backend admits its ClusterIP besides pod IPs.
   bool relayToClusterIP = true;
   // lastTransitionTime of every condition. The renderer is pure: the caller supplies the clock,

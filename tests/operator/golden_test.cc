@@ -2,6 +2,7 @@
 // renders to the YAML stream in the expected.yaml beside it. KTURN_UPDATE_GOLDEN=1 rewrites the
 // expected files instead; review every rewritten file by hand before committing it.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -43,9 +44,17 @@ std::string readFile(const fs::path& p) {
   return s.str();
 }
 
-RenderOptions goldenOptions() {
+// A case's options.yaml, when it has one, sets what the operator's flags set:
+// `referenceGrants: enforce|ignore`.
+RenderOptions goldenOptions(const fs::path& dir) {
   RenderOptions options;
   options.transitionTime = "2024-01-01T00:00:00Z";
+  if (fs::exists(dir / "options.yaml")) {
+    const YAML::Node node = YAML::LoadFile((dir / "options.yaml").string());
+    if (node["referenceGrants"]) {
+      options.enforceReferenceGrants = node["referenceGrants"].as<std::string>() == "enforce";
+    }
+  }
   return options;
 }
 
@@ -56,7 +65,7 @@ TEST_P(GoldenTest, RendersExpectedStream) {
   auto objects = k8s::loadManifestFiles(dir / "input");
   ASSERT_TRUE(objects) << objects.error().message;
   const RenderResult result =
-      render(ClusterSnapshot::fromObjects(std::move(*objects)), goldenOptions());
+      render(ClusterSnapshot::fromObjects(std::move(*objects)), goldenOptions(dir));
   const std::string got = toYamlStream(result);
   const fs::path expected = dir / "expected.yaml";
   const char* update = std::getenv("KTURN_UPDATE_GOLDEN");
@@ -73,8 +82,9 @@ TEST_P(GoldenTest, IsDeterministic) {
   auto a = k8s::loadManifestFiles(GetParam() / "input");
   auto b = k8s::loadManifestFiles(GetParam() / "input");
   ASSERT_TRUE(a && b);
-  EXPECT_EQ(toYamlStream(render(ClusterSnapshot::fromObjects(std::move(*a)), goldenOptions())),
-            toYamlStream(render(ClusterSnapshot::fromObjects(std::move(*b)), goldenOptions())));
+  EXPECT_EQ(
+      toYamlStream(render(ClusterSnapshot::fromObjects(std::move(*a)), goldenOptions(GetParam()))),
+      toYamlStream(render(ClusterSnapshot::fromObjects(std::move(*b)), goldenOptions(GetParam()))));
 }
 
 std::string caseName(const ::testing::TestParamInfo<fs::path>& info) {

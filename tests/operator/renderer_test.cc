@@ -156,7 +156,9 @@ TEST(Renderer, IgnoresOtherControllers) {
   EXPECT_TRUE(r.statuses.empty());
 }
 
-TEST(Renderer, ReferenceGrantsCanBeIgnoredAsStunnerDoes) {
+// By default, as STUNner, a cross-namespace backend is rendered without a ReferenceGrant;
+// --reference-grants=enforce refuses it and says which grant is missing.
+TEST(Renderer, ReferenceGrantsAreIgnoredAsStunnerDoesUnlessEnforced) {
   const std::string crossNs = R"(
 apiVersion: stunner.l7mp.io/v1
 kind: UDPRoute
@@ -171,15 +173,19 @@ metadata: {name: svc, namespace: other}
 spec: {clusterIP: 10.96.0.2}
 )";
   const std::string yaml = kPlatform + std::string(kGateway) + crossNs;
-  const RenderResult enforced = renderYaml(yaml);
-  EXPECT_TRUE(enforced.gateways[0].config->clusters[0].endpoints.empty());
-  EXPECT_EQ(statusOf(enforced, "UDPRoute", "r")->status["parents"][0]["conditions"][1]["reason"],
-            "RefNotPermitted");
-  RenderOptions ignore;
-  ignore.enforceReferenceGrants = false;
-  const RenderResult ignored = renderYaml(yaml, ignore);
-  EXPECT_EQ(ignored.gateways[0].config->clusters[0].endpoints,
+  const RenderResult byDefault = renderYaml(yaml);
+  EXPECT_EQ(byDefault.gateways[0].config->clusters[0].endpoints,
             (std::vector<std::string>{"10.96.0.2"}));
+  RenderOptions enforce;
+  enforce.enforceReferenceGrants = true;
+  const RenderResult enforced = renderYaml(yaml, enforce);
+  EXPECT_TRUE(enforced.gateways[0].config->clusters[0].endpoints.empty());
+  const k8s::Json& refs =
+      statusOf(enforced, "UDPRoute", "r")->status["parents"][0]["conditions"][1];
+  EXPECT_EQ(refs["reason"], "RefNotPermitted");
+  EXPECT_NE(refs["message"].get<std::string>().find("no ReferenceGrant in namespace other"),
+            std::string::npos)
+      << refs.dump();
 }
 
 TEST(Renderer, DisableManagedDataplaneAnnotationDropsTheDeploymentOnly) {

@@ -9,6 +9,9 @@
 namespace kturn::config {
 
 inline constexpr std::string_view kApiVersion = "v1";
+// stunnerd's previous config version: v1's fields, with the auth type spelled plaintext or
+// longterm. stunnerd converts it to v1 on read (pkg/config/client), and so does validate().
+inline constexpr std::string_view kLegacyApiVersion = "v1alpha1";
 inline constexpr std::string_view kDefaultStunnerName = "default-stunnerd";
 inline constexpr std::string_view kDefaultLogLevel = "all:INFO";
 inline constexpr std::string_view kDefaultRealm = "stunner.l7mp.io";

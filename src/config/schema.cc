@@ -22,8 +22,9 @@ std::vector<FieldSpec> topLevelFields() {
       {.path = "version",
        .presence = Presence::kRequired,
        .values = {kApiVersion},
-       .description = "The config's API version. **kturn** refuses `v1alpha1`, which stunnerd "
-                      "converts.",
+       .aliases = {kLegacyApiVersion},
+       .description = "The config's API version. `v1alpha1` (stunnerd's previous version, with "
+                      "the same fields) is read as `v1`, as stunnerd converts it.",
        .sample = R"("v1")"},
       {.path = "admin", .type = FieldType::kObject, .description = "Process-wide settings."},
       {.path = "auth",
@@ -267,7 +268,8 @@ std::vector<FieldSpec> listenerFields() {
        .format = "IP address",
        .default_value = text(kDefaultListenerAddress),
        .description = "The address to bind (after `$STUNNER_ADDR` is expanded). **kturn** wants "
-                      "an IP literal where stunnerd also resolves a name. `::` is dual stack "
+                      "an IP literal where stunnerd also resolves a name; `localhost` is read as "
+                      "`127.0.0.1`. `::` is dual stack "
                       "([listener addresses](config.md#listener-addresses)).",
        .sample = R"("127.0.0.1")",
        .bad_sample = R"("turn.example.org")"},

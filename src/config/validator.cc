@@ -203,6 +203,9 @@ Result<void> validateListener(Listener& l, const std::string& path) {
   l.protocol = normalizeListenerProtocol(l.protocol);
 
   if (l.address.empty()) l.address = kDefaultListenerAddress;
+  // stunnerd resolves a host name in `address`; `localhost` is the one a config can carry
+  // portably (STUNner's own examples do), so it is read as the loopback address it names.
+  if (toLower(l.address) == "localhost") l.address = "127.0.0.1";
   // The operator renders `$STUNNER_ADDR` (the pod IP) and serves the config as written over
   // CDS; the dataplane expands it and validates again. So an address that is exactly one
   // environment reference passes here; kturnd never sees one, having expanded it before.
@@ -276,6 +279,8 @@ Result<void> validateNamed(std::vector<T>& items, std::string_view list, std::st
 }  // namespace
 
 Result<void> validate(StunnerConfig& config) {
+  // v1alpha1 carries v1's fields; its auth type names are aliases validateAuth() normalizes.
+  if (config.version == kLegacyApiVersion) config.version = std::string(kApiVersion);
   if (config.version != kApiVersion) {
     return invalid("version", "unsupported API version " + quoteText(config.version) + " (want " +
                                   quoteText(kApiVersion) + ")");

@@ -66,6 +66,52 @@ TEST(ParseConfig, StunnerdReadmeExampleYaml) {
   EXPECT_EQ(c->clusters[0].endpoints, std::vector<std::string>{"127.0.0.1"});
 }
 
+// The shape of stunnerd's own sample config (cmd/stunnerd/stunnerd.conf): version v1alpha1, every
+// value from the environment, auth type "plaintext"; and a listener on localhost.
+TEST(ParseConfig, StunnerdSampleV1Alpha1) {
+  auto c = parse(R"(version: v1alpha1
+admin:
+  name: stunnerd
+  loglevel: $STUNNER_LOGLEVEL
+auth:
+  type: $STUNNER_AUTH_TYPE
+  realm: $STUNNER_REALM
+  credentials:
+    username: $STUNNER_USERNAME
+    password: $STUNNER_PASSWORD
+clusters:
+  - name: open-cluster
+    type: STATIC
+    endpoints: ["0.0.0.0/0"]
+listeners:
+  - name: stunnerd-udp
+    address: "$STUNNER_ADDR"
+    protocol: TURN-UDP
+    port: $STUNNER_PORT
+    routes: [open-cluster]
+  - name: stunnerd-tcp
+    address: "$STUNNER_ADDR"
+    protocol: TURN-TCP
+    port: $STUNNER_PORT
+    routes: [open-cluster]
+)",
+                 {{"STUNNER_LOGLEVEL", "all:INFO"},
+                  {"STUNNER_AUTH_TYPE", "plaintext"},
+                  {"STUNNER_REALM", "stunner.l7mp.io"},
+                  {"STUNNER_USERNAME", "user1"},
+                  {"STUNNER_PASSWORD", "passwd1"},
+                  {"STUNNER_ADDR", "localhost"},
+                  {"STUNNER_PORT", "3478"}});
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->version, "v1");
+  EXPECT_EQ(c->auth.type, "static");
+  EXPECT_EQ(c->auth.username(), "$STUNNER_USERNAME");  // credentials are never substituted
+  ASSERT_EQ(c->listeners.size(), 2u);
+  EXPECT_EQ(c->listeners[0].address, "127.0.0.1");
+  EXPECT_EQ(c->listeners[1].protocolType(), ListenerProtocol::kTurnTcp);
+  EXPECT_EQ(c->listeners[1].port, 3478);
+}
+
 TEST(ParseConfig, UnsetAddressVariableFallsBackToDefault) {
   auto c = parse(testing::stunnerdReadmeYaml());
   ASSERT_TRUE(c) << c.error().message;

@@ -42,10 +42,42 @@ TEST(Validate, ValidConfigPasses) {
 
 TEST(Validate, Version) {
   StunnerConfig c = validConfig();
-  c.version = "v1alpha1";
-  EXPECT_EQ(errorOf(c), "version: unsupported API version \"v1alpha1\" (want \"v1\")");
+  c.version = "v2";
+  EXPECT_EQ(errorOf(c), "version: unsupported API version \"v2\" (want \"v1\")");
   c.version = "";
   EXPECT_EQ(errorOf(c), "version: unsupported API version \"\" (want \"v1\")");
+}
+
+// In place, unlike errorOf(): what validate() normalized stays in `c`.
+std::string validateInPlace(StunnerConfig& c) {
+  auto r = validate(c);
+  return r ? "<valid>" : r.error().message;
+}
+
+// stunnerd's v1alpha1: the same fields, auth types plaintext and longterm; read as v1.
+TEST(Validate, V1Alpha1IsReadAsV1) {
+  StunnerConfig c = validConfig();
+  c.version = "v1alpha1";
+  c.auth = {.type = "longterm", .credentials = {{"secret", "s"}}};
+  ASSERT_EQ(validateInPlace(c), "<valid>");
+  EXPECT_EQ(c.version, "v1");
+  EXPECT_EQ(c.auth.type, "ephemeral");
+  c.version = "v1alpha1";
+  c.auth = {.type = "plaintext", .credentials = {{"username", "u"}, {"password", "p"}}};
+  ASSERT_EQ(validateInPlace(c), "<valid>");
+  EXPECT_EQ(c.auth.type, "static");
+}
+
+TEST(Validate, LocalhostIsTheLoopbackAddress) {
+  StunnerConfig c = validConfig();
+  c.listeners[0].address = "localhost";
+  ASSERT_EQ(validateInPlace(c), "<valid>");
+  EXPECT_EQ(c.listeners[0].address, "127.0.0.1");
+  c.listeners[0].address = "LocalHost";
+  ASSERT_EQ(validateInPlace(c), "<valid>");
+  EXPECT_EQ(c.listeners[0].address, "127.0.0.1");
+  c.listeners[0].address = "localhost.example";  // other names are still not resolved
+  EXPECT_EQ(errorOf(c), "listeners[0].address: invalid IP address \"localhost.example\"");
 }
 
 TEST(Validate, Admin) {

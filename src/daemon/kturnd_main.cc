@@ -3,6 +3,7 @@
 //   kturnd -c file:///etc/kturn/stunnerd.conf STUNner dataplane config file
 //   kturnd -w -c http://stunner-cds:13478     configs pushed by a config discovery server
 //   kturnd turn://user:pass@127.0.0.1:3478    one-shot config from a TURN URI
+//   kturnd -v -w -c k8s                       stunnerd's flags too (daemon/command_line.h)
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -12,11 +13,18 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <utility>
 
 #include "common/log.h"
 #include "common/signals.h"
+#include "daemon/command_line.h"
 #include "daemon/daemon.h"
 #include "daemon/ice_server.h"
+#include "k8s/api_client.h"
+#include "k8s/config_discovery_lookup.h"
+#include "k8s/rest_config.h"
 
 namespace {
 
@@ -49,91 +57,95 @@ void raiseDescriptorLimit() {
   }
 }
 
+// The origin `-c k8s` stands for: --cds-server-address, else the discovery server's pod found
+// through the Kubernetes API with the client flags (a kubeconfig, else in-cluster credentials).
+kturn::Result<std::string> k8sOrigin(const kturn::daemon::CommandLine& line) {
+  if (std::string explicitOrigin = kturn::daemon::explicitCdsOrigin(line);
+      !explicitOrigin.empty()) {
+    return explicitOrigin;
+  }
+  const kturn::daemon::KubeFlags& kube = line.kube;
+  auto config = kube.kubeconfig.empty() ? kturn::k8s::inClusterConfig()
+                                        : kturn::k8s::loadKubeconfig(kube.kubeconfig, kube.context);
+  if (!config) return config.error();
+  if (!kube.server.empty()) {
+    auto server = kturn::k8s::parseServerUrl(kube.server);
+    if (!server) return server.error();
+    config->host = server->host;
+    config->port = server->port;
+    config->tls = server->tls;
+  }
+  if (!kube.token.empty()) {
+    config->token = kube.token;
+    config->tokenFile.clear();  // the flag wins over the in-cluster token file
+  }
+  if (!kube.tlsServerName.empty()) config->tlsServerName = kube.tlsServerName;
+  if (kube.insecureSkipTlsVerify) config->insecureSkipTlsVerify = true;
+  for (auto [path, pem] : {std::pair{&kube.certificateAuthority, &config->caPem},
+                           std::pair{&kube.clientCertificate, &config->clientCertPem},
+                           std::pair{&kube.clientKey, &config->clientKeyPem}}) {
+    if (path->empty()) continue;
+    std::ifstream in(*path);
+    if (!in) return kturn::makeError(kturn::Error::Code::kIo, "cannot read " + *path);
+    pem->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto client = kturn::k8s::ApiClient::create(*config);
+  if (!client) return client.error();
+  return kturn::k8s::findConfigDiscoveryServer(**client, line.cds_server_namespace,
+                                               line.cds_server_port);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kturnd: Kubernetes-native TURN media gateway, STUNner-compatible data plane"};
-  std::string origin;
-  std::string turn_uri;
-  std::string log_spec;
-  std::string log_format = "text";
-  std::string id;
-  size_t workers = 0;
-  int64_t grace_seconds = 3600;
-  int64_t permission_seconds = 300;
-  int64_t channel_seconds = 600;
-  bool force_ready = false;
-  bool watch = false;
-  bool no_udp_segmentation = false;
-  kturn::daemon::SessionLogOptions session_log;
-  app.add_option("-c,--config", origin,
-                 "config origin: file://PATH (or a path), or a config discovery server "
-                 "(http://, ws://, https://, wss://, or IP:port); default: $STUNNER_CONFIG_ORIGIN, "
-                 "else the embedded default config");
-  app.add_option("uri", turn_uri, "TURN URI for a one-shot config, e.g. turn://u:p@127.0.0.1:3478");
-  app.add_option("-i,--id", id,
-                 "id at the config discovery server, <namespace>/<name> (default: "
-                 "$STUNNER_NAMESPACE/$STUNNER_NAME, else default/stunnerd-<hostname>)");
-  app.add_option("-l,--log", log_spec,
-                 "log levels, e.g. all:INFO or all:WARN,cds:DEBUG (default: the config's "
-                 "admin.loglevel, else all:INFO)");
-  app.add_option("--log-format", log_format, "log line format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
-  app.add_option("--udp-thread-num,--workers", workers,
-                 "worker threads, each with its own SO_REUSEPORT sockets (default: one per core)")
-      ->check(CLI::Range(size_t{0}, kturn::daemon::Daemon::kMaxWorkers));
-  app.add_option("--grace-period", grace_seconds,
-                 "on SIGTERM, serve existing allocations for at most this many seconds")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--permission-lifetime", permission_seconds,
-                 "seconds a permission lasts unless refreshed (RFC 8656: 300; as coturn's flag)")
-      ->check(CLI::Range(int64_t{1}, int64_t{3600}));
-  app.add_option("--channel-lifetime", channel_seconds,
-                 "seconds a channel binding lasts unless refreshed (RFC 8656: 600; as coturn's)")
-      ->check(CLI::Range(int64_t{1}, int64_t{3600}));
-  app.add_flag("--no-udp-segmentation", no_udp_segmentation,
-               "send and receive every datagram as its own message: no UDP GSO trains, no UDP "
-               "GRO on TURN-UDP listeners (for comparisons; both are used where the kernel "
-               "supports them)");
-  app.add_flag("--force-ready-status", force_ready,
-               "keep /ready at 200 while terminating (stunnerd's flag)");
-  app.add_flag("-w,--watch", watch,
-               "apply config changes live: the file (inotify) or the discovery server's pushes");
-  app.add_flag("--log-anonymize-client", session_log.anonymize_client,
-               "session records keep only the client's /24 (IPv4) or /48 (IPv6)");
-  app.add_flag("--log-hash-user", session_log.hash_user,
-               "session records carry a keyed hash of the username, not the name");
+  kturn::daemon::CommandLine line;
+  kturn::daemon::addOptions(app, line);
   CLI11_PARSE(app, argc, argv);
 
-  kturn::log::setup(*kturn::log::parseFormat(log_format));
-  if (auto ok = kturn::log::configure(log_spec.empty() ? "all:INFO" : log_spec); !ok) {
+  kturn::log::setup(*kturn::log::parseFormat(line.log_format));
+  if (auto ok = kturn::log::configure(line.initialLogSpec()); !ok) {
     std::fprintf(stderr, "kturnd: -l: %s\n", ok.error().message.c_str());
     return 2;
   }
-  if (!origin.empty() && !turn_uri.empty()) {
+  if (!line.origin.empty() && !line.turn_uri.empty()) {
     std::fprintf(stderr, "kturnd: give either -c or a TURN URI, not both\n");
     return 2;
   }
+  if (const auto ignored = kturn::daemon::ignoredFlags(app); !ignored.empty()) {
+    spdlog::info("stunnerd flags accepted and ignored: {}", fmt::join(ignored, " "));
+  }
   raiseDescriptorLimit();
-  if (origin.empty() && turn_uri.empty()) origin = env("STUNNER_CONFIG_ORIGIN");
+  std::string origin = line.origin;
+  if (origin.empty() && line.turn_uri.empty()) origin = env("STUNNER_CONFIG_ORIGIN");
+  if (origin == "k8s") {
+    auto found = k8sOrigin(line);
+    if (!found) {
+      spdlog::critical("-c k8s: {}", found.error().message);
+      return 1;
+    }
+    spdlog::info("-c k8s: config discovery server {}", *found);
+    origin = *found;
+  }
   origin = kturn::daemon::normalizeOrigin(origin);
 
   // Workers inherit this mask; the main thread takes the signals with sigwait().
   kturn::signals::blockTermination(/*with_hangup=*/true);
 
   kturn::daemon::Daemon::Options options;
-  options.origin = turn_uri.empty() ? origin : turn_uri;
-  options.cds_id = id.empty() ? defaultCdsId() : id;
+  options.origin = line.turn_uri.empty() ? origin : line.turn_uri;
+  options.cds_id = line.id.empty() ? defaultCdsId() : line.id;
   options.cds_node = env("STUNNER_NODENAME");
-  options.workers = workers;
-  options.grace_period = std::chrono::seconds(grace_seconds);
-  options.permission_lifetime = std::chrono::seconds(permission_seconds);
-  options.channel_lifetime = std::chrono::seconds(channel_seconds);
-  options.force_ready = force_ready;
-  options.watch = watch;
-  options.log_levels_from_config = log_spec.empty();
-  options.session_log = session_log;
-  options.udp_segmentation = !no_udp_segmentation;
+  options.workers = line.workers;
+  options.grace_period = std::chrono::seconds(line.grace_seconds);
+  options.permission_lifetime = std::chrono::seconds(line.permission_seconds);
+  options.channel_lifetime = std::chrono::seconds(line.channel_seconds);
+  options.force_ready = line.force_ready;
+  options.watch = line.watch;
+  // -v, like -l, fixes the levels; without either the config's admin.loglevel applies.
+  options.log_levels_from_config = line.log_spec.empty() && !line.verbose;
+  options.session_log = line.session_log;
+  options.udp_segmentation = !line.no_udp_segmentation;
   kturn::daemon::Daemon daemon(options);
   if (auto started = daemon.start(); !started) {
     spdlog::critical("{}", started.error().message);

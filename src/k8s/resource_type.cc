@@ -56,6 +56,7 @@ ResourceType namespace_() { return {"", "v1", "Namespace", "namespaces", false};
 ResourceType deployment() { return {"apps", "v1", "Deployment", "deployments", true}; }
 ResourceType daemonSet() { return {"apps", "v1", "DaemonSet", "daemonsets", true}; }
 ResourceType lease() { return {"coordination.k8s.io", "v1", "Lease", "leases", true}; }
+ResourceType pod() { return {"", "v1", "Pod", "pods", true}; }
 }  // namespace resources
 
 const ResourceType* findResourceType(std::string_view apiVersion, std::string_view kind) {

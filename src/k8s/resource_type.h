@@ -43,6 +43,7 @@ ResourceType namespace_();
 ResourceType deployment();
 ResourceType daemonSet();
 ResourceType lease();
+ResourceType pod();
 }  // namespace resources
 
 // The type of an object by apiVersion and kind, among those above; nullptr when unknown.

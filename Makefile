@@ -22,7 +22,7 @@ run: build
 
 # The Kubernetes test tools (scripts/build-test-tools.sh): etcd, kube-apiserver,
 # kube-controller-manager, kubectl and Helm built from their pinned Go modules into a cache
-# outside the repository (about 15 minutes the first time, seconds after), linked into the build
+# outside the repository (about 10 minutes the first time, seconds after), linked into the build
 # directory for ctest.
 test-tools:
 	@bash scripts/build-test-tools.sh --link $(BUILD_DIR)/test-tools

@@ -115,7 +115,7 @@ built "$helm_dir" || { say "building helm $HELM_VERSION"; build_into "$helm_dir"
 built "$gwapi_dir" || build_into "$gwapi_dir" build_gateway_api
 built "$kube_dir" || {
   say "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl" \
-    "$KUBERNETES_VERSION (cold: about 15 minutes on 2 cores)"
+    "$KUBERNETES_VERSION (cold: about 10 minutes on 2 cores)"
   build_into "$kube_dir" build_kubernetes
 }
 

@@ -483,6 +483,22 @@ class ServerValidationTest(unittest.TestCase):
                 self.assertTrue(refused, out)
                 self.assertIn(path, out)
 
+    def test_routes_keep_use_default_gateways(self):
+        # A field of STUNner's UDPRoute CRD (the Gateway API's CommonRouteSpec): a route that has
+        # it keeps it when kturn's CRDs replace STUNner's, rather than being refused or pruned.
+        s = scope()
+        for kind in ("UDPRoute", "TCPRoute"):
+            with self.subTest(kind=kind):
+                route = s.localize(mutated(udp_route, lambda o: set_path(
+                    o, ("spec", "useDefaultGateways"), "None")))
+                route["kind"] = kind
+                s.kubectl("apply", "--validate=strict", "-f", "-", input=json.dumps(route))
+                stored = s.get(f"{kind.lower()}s.{GROUP}", "r", "ns")
+                self.assertEqual(stored["spec"].get("useDefaultGateways"), "None")
+        refused, out = dry_run([mutated(udp_route, lambda o: set_path(
+            o, ("spec", "useDefaultGateways"), "Some"))])
+        self.assertIn("spec.useDefaultGateways", out)
+
     def test_null_of_optional_field_is_pruned(self):
         obj = mutated(udp_route, lambda o: set_path(o, ("spec", "parentRefs"), None))
         refused, out = dry_run([obj])

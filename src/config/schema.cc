@@ -70,8 +70,7 @@ std::vector<FieldSpec> adminFields() {
        .type = FieldType::kInteger,
        .default_value = number(Admin{}.user_quota),
        .description = "Allocations per username; 0: unlimited; a negative value reads as 0. "
-                      "Each worker counts on its own, so one username can hold up to "
-                      "`user_quota` × workers allocations.",
+                      "Counted for the whole process, whatever the number of workers.",
        .sample = "10"},
       {.path = "admin.offload_engine",
        .default_value = text(kDefaultOffloadEngine),

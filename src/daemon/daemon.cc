@@ -79,6 +79,7 @@ Result<void> Daemon::start() {
     wo.index = i;
     wo.session_log = options_.session_log;
     wo.udp_segmentation = options_.udp_segmentation;
+    wo.user_quota = &user_quota_;
     workers_.push_back(std::make_unique<Worker>(wo, dataplane_, reservations_));
   }
   std::vector<Worker*> siblings;

@@ -103,6 +103,7 @@ class Daemon {
   DnsCache dns_;  // guarded by mutex_
   DataplanePtr dataplane_;
   ReservationPool reservations_;
+  turn::UserQuota user_quota_;  // shared by the workers' TURN cores
   // The eBPF fast path; before workers_, whose channel offloaders write its maps until they go.
   OffloadManager offload_;  // guarded by mutex_
   xdp::OffloadMaps* offload_maps_ = nullptr;

@@ -20,9 +20,10 @@ namespace {
 // Bounded work per readiness event, so one busy socket cannot starve the others on the loop.
 constexpr int kMaxBatchesPerEvent = 16;
 
-turn::Server::Options serverOptions(size_t index) {
+turn::Server::Options serverOptions(size_t index, turn::UserQuota* user_quota) {
   turn::Server::Options o;
   o.connection_id_prefix = static_cast<uint8_t>(index);
+  o.user_quota = user_quota;
   crypto::randomBytes(o.nonce_key);
   uint8_t seed[8];
   crypto::randomBytes(seed);
@@ -77,7 +78,8 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
   relays_.setDataplane(dataplane_);
   relays_.setGro(options.udp_segmentation);
   session_log_.setDataplane(dataplane_);
-  server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions(options.index));
+  server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_,
+                                           serverOptions(options.index, options.user_quota));
   server_->setSessionObserver(&session_log_);
   loop_.addTicker(std::chrono::milliseconds(250), [this] {
     const turn::Now t = now();

@@ -86,6 +86,9 @@ class Worker {
     // UDP GSO trains on send (UDP_SEGMENT) and UDP GRO on TURN-UDP listeners (UDP_GRO).
     bool udp_segmentation = true;
     SessionLogOptions session_log;
+    // The process's allocations per username, shared by every worker (admin.user_quota holds
+    // per process); not owned. Null: the worker's TURN core counts its own.
+    turn::UserQuota* user_quota = nullptr;
   };
 
   Worker(const Options& options, DataplanePtr dataplane, ReservationPool& reservations);

@@ -45,21 +45,9 @@ Allocation* AllocationTable::find(const FiveTuple& five_tuple) {
   return it == by_tuple_.end() ? nullptr : slots_[it->second].allocation.get();
 }
 
-uint32_t AllocationTable::userCount(const std::string& username) const {
-  const auto it = per_user_.find(username);
-  return it == per_user_.end() ? 0 : it->second;
-}
-
 uint32_t AllocationTable::sourceCount(const IpAddress& source) const {
   const auto it = per_source_.find(source);
   return it == per_source_.end() ? 0 : it->second;
-}
-
-void AllocationTable::addUser(const std::string& username) { ++per_user_[username]; }
-
-void AllocationTable::removeUser(const std::string& username) {
-  const auto it = per_user_.find(username);
-  if (it != per_user_.end() && --it->second == 0) per_user_.erase(it);
 }
 
 }  // namespace kturn::turn

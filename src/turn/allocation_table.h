@@ -30,10 +30,6 @@ class AllocationTable {
   // Allocations per client source IP address (all ports and transports), kept by create() and
   // erase() themselves: only Allocate and an allocation's end touch it, never a relayed packet.
   uint32_t sourceCount(const IpAddress& source) const;
-  // Allocations per username, maintained by create()/erase() callers through these two.
-  uint32_t userCount(const std::string& username) const;
-  void addUser(const std::string& username);
-  void removeUser(const std::string& username);
 
   template <class Fn>
   void forEach(Fn&& fn) {
@@ -50,7 +46,6 @@ class AllocationTable {
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   std::unordered_map<FiveTuple, uint32_t> by_tuple_;
-  std::unordered_map<std::string, uint32_t> per_user_;
   std::unordered_map<IpAddress, uint32_t> per_source_;  // only sources that hold allocations
 };
 

@@ -61,6 +61,8 @@ Server::Server(ServerConfigPtr config, RelayAllocator& relays, const Options& op
       relays_(relays),
       nonces_(options.nonce_key),
       rng_state_(options.seed == 0 ? 0x9E3779B97F4A7C15ULL : options.seed),
+      own_user_quota_(options.user_quota == nullptr ? std::make_unique<UserQuota>() : nullptr),
+      user_quota_(options.user_quota != nullptr ? *options.user_quota : *own_user_quota_),
       connection_prefix_(uint32_t{options.connection_id_prefix} << 24),
       stats_(1) {
   cur_ = &stats_[0];
@@ -416,7 +418,7 @@ void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const N
   if (observer_ != nullptr) observer_->onAllocationEnd(allocation, reason, now);
   relays_.close(allocation.id);  // with the allocation's peer connections
   for (const PeerConnection& c : allocation.connections) connection_owners_.erase(c.id);
-  allocations_.removeUser(allocation.username);
+  user_quota_.release(allocation.username);
   allocations_.erase(allocation.id);
   // A deleted allocation leaves its timer entry behind until that deadline (up to an hour).
   // Under churn those would pile up, so shed them once they outnumber the live ones: each

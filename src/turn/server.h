@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "turn/server_stats.h"
 #include "turn/session_observer.h"
 #include "turn/timer_wheel.h"
+#include "turn/user_quota.h"
 
 namespace kturn::turn {
 
@@ -46,6 +48,9 @@ class Server {
     uint64_t seed = 1;                    // for Data indication transaction IDs
     // The top 8 bits of this core's CONNECTION-IDs (RFC 6062): the daemon's worker index.
     uint8_t connection_id_prefix = 0;
+    // Allocations per username, shared by every core of the process so that admin.user_quota
+    // holds per process; not owned, must outlive the Server. Null: this core's own.
+    UserQuota* user_quota = nullptr;
   };
 
   Server(ServerConfigPtr config, RelayAllocator& relays, const Options& options);
@@ -231,6 +236,8 @@ class Server {
   uint64_t rng_state_;
   AuthThrottle auth_throttle_;
   AllocationTable allocations_;
+  std::unique_ptr<UserQuota> own_user_quota_;  // when Options::user_quota is null
+  UserQuota& user_quota_;
   TimerWheel<AllocationId> timers_;
   // RFC 6062: which allocation holds each live peer connection (ConnectionBind names only the id).
   std::unordered_map<ConnectionId, AllocationId> connection_owners_;

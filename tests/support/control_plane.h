@@ -180,8 +180,8 @@ class ClusterScope {
     Json& meta = object["metadata"];
     if (kind == "GatewayClass" || kind == "Dataplane") meta["name"] = name(meta.value("name", ""));
     if (kind == "Namespace") meta["name"] = ns(meta.value("name", ""));
-    Json& spec = object["spec"];
-    if (spec.is_object()) {
+    if (object.contains("spec") && object["spec"].is_object()) {
+      Json& spec = object["spec"];
       if (kind == "GatewayClass") spec["controllerName"] = controllerName();
       if (spec.contains("gatewayClassName")) {
         spec["gatewayClassName"] = name(spec["gatewayClassName"].get<std::string>());
@@ -382,6 +382,10 @@ class ExtraApiServer {
   std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
 
   void start() {
+    if (dir_.empty()) {
+      error_ = "mkdtemp failed";
+      return;
+    }
     std::filesystem::remove(dir_ / "port");
     std::vector<std::string> args = {"/usr/bin/python3",
                                      KTURN_CONTROL_PLANE_SCRIPT,

@@ -123,6 +123,35 @@ TEST_F(TurnTest, PerUserQuotaIs486) {
   EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
 }
 
+// admin.user_quota holds per process: the daemon's workers' cores count into one UserQuota, so a
+// user cannot hold the quota once per worker.
+TEST_F(TurnTest, PerUserQuotaHoldsAcrossCores) {
+  UserQuota shared;
+  ServerConfig c = staticConfig();
+  c.max_allocations_per_user = 1;
+  reset(c, &shared);
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);  // on core A
+  EXPECT_EQ(shared.count("user1"), 1u);
+  std::unique_ptr<Server> coreA = std::move(server_);
+  reset(c, &shared);  // core B, another worker
+  tuple_.client.port += 1;
+  EXPECT_EQ(allocate().errorCode(), 486);
+  EXPECT_EQ(server_->stats().allocations_rejected_quota, 1u);
+  EXPECT_EQ(shared.count("user1"), 1u);  // a refused Allocate holds nothing
+  // The allocation on core A ends: core B admits the user again.
+  std::unique_ptr<Server> coreB = std::move(server_);
+  server_ = std::move(coreA);
+  tuple_.client.port -= 1;
+  nonce_.clear();
+  ASSERT_EQ(refresh(0).cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(shared.count("user1"), 0u);
+  server_ = std::move(coreB);
+  tuple_.client.port += 1;
+  nonce_.clear();
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(shared.count("user1"), 1u);
+}
+
 // admin.limits.source_quota: allocations per client source IP address, every port counted.
 class SourceQuotaTest : public TurnTest {
  protected:

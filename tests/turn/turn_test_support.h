@@ -142,8 +142,11 @@ class TurnTest : public ::testing::Test {
     return c;
   }
 
-  void reset(ServerConfig config) {
+  // `user_quota`: shared with other cores (as the daemon's workers share one); null: the core's
+  // own.
+  void reset(ServerConfig config, UserQuota* user_quota = nullptr) {
     Server::Options options;
+    options.user_quota = user_quota;
     for (size_t i = 0; i < options.nonce_key.size(); ++i) options.nonce_key[i] = uint8_t(i * 7);
     options.connection_id_prefix = connection_prefix_;
     server_ = std::make_unique<Server>(std::make_shared<const ServerConfig>(std::move(config)),

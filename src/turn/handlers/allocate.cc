@@ -121,8 +121,9 @@ void Server::handleAllocate(Request& req) {
 
   const std::string_view username = stun::decodeString(*m.value(stun::attr::kUsername));
   const ServerConfig& cfg = *config_;
-  if (cfg.max_allocations_per_user != 0 &&
-      allocations_.userCount(std::string(username)) >= cfg.max_allocations_per_user) {
+  // Counted for the whole process (every core's allocations of this user); handed back below if
+  // the allocation is not made after all, else when it ends (deleteAllocation).
+  if (!user_quota_.tryAcquire(username, cfg.max_allocations_per_user)) {
     ++cur_->allocations_rejected_quota;
     return respondError(req, stun::error::kAllocationQuotaReached);
   }
@@ -130,10 +131,12 @@ void Server::handleAllocate(Request& req) {
   // the whole relay port range. 486 like the per-user quota, since the client is over its quota.
   if (cfg.max_allocations_per_source != 0 &&
       allocations_.sourceCount(req.five_tuple.client.ip) >= cfg.max_allocations_per_source) {
+    user_quota_.release(username);
     ++cur_->allocations_rejected_source_quota;
     return respondError(req, stun::error::kAllocationQuotaReached);
   }
   if (cfg.max_allocations != 0 && allocations_.size() >= cfg.max_allocations) {
+    user_quota_.release(username);
     ++cur_->allocations_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
@@ -143,6 +146,7 @@ void Server::handleAllocate(Request& req) {
   auto grant = relays_.open(relay);
   if (!grant) {
     allocations_.erase(a.id);
+    user_quota_.release(username);
     if (grant.error().code == Error::Code::kUnsupported) {
       // No relay of this family, or (an I/O layer without TCP relays) of this transport.
       return respondError(req, tcp && relay.family == AddressFamily::kIPv4
@@ -169,7 +173,6 @@ void Server::handleAllocate(Request& req) {
   std::copy(m.transactionId().begin(), m.transactionId().end(), a.allocate_transaction.begin());
   a.username = username;
   a.key = *req.key;
-  allocations_.addUser(a.username);
   rearm(a);
   ++cur_->allocations_created;
 

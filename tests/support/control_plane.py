@@ -599,7 +599,15 @@ def cmd_down(args, quiet: bool = False) -> int:
     try:
         with open(pidfile) as f:
             pid = int(f.read())
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            ours = b"control_plane.py" in f.read()
     except (OSError, ValueError):
+        ours = False
+    if not ours:  # gone already, or the number now belongs to another process
+        try:
+            os.remove(pidfile)
+        except OSError:
+            pass
         return 0
     try:
         os.kill(pid, signal.SIGTERM)

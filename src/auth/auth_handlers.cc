@@ -47,6 +47,9 @@ std::variant<Minted, admin::Response> mint(const ConfigHolder& configs,
   auto query = parseIceQuery(request.query);
   if (!query) return errorResponse(400, query.error().message);
   if (query->service != "turn") return errorResponse(400, R"("service" must be "turn")");
+  if (!query->public_addr && !options.public_address.empty()) {
+    query->public_addr = options.public_address;
+  }
   const auto current = configs.get();
   if (current->empty()) return errorResponse(500, "no dataplane configuration available");
   IceServerList list = iceServers(*current, *query, options.clock());

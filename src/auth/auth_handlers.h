@@ -23,6 +23,9 @@ namespace kturn::auth {
 struct AuthHandlerOptions {
   // When not empty, requests must carry "Authorization: Bearer <token>".
   std::string bearer_token{};
+  // The host of every URI when a request names none (public-addr): STUNNER_PUBLIC_ADDR, as
+  // stunner-auth-service reads it. Empty: each listener's public address, else its address.
+  std::string public_address{};
   std::function<std::chrono::system_clock::time_point()> clock = std::chrono::system_clock::now;
 };
 

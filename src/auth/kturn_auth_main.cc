@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 
 #include "admin/admin_server.h"
 #include "auth/auth_handlers.h"
@@ -51,6 +52,11 @@ int main(int argc, char** argv) {
   sigset_t set = kturn::signals::blockTermination();
 
   kturn::auth::AuthHandlerOptions handler_options;
+  if (const char* public_address = std::getenv("STUNNER_PUBLIC_ADDR")) {
+    handler_options.public_address = public_address;
+    spdlog::info("URIs name STUNNER_PUBLIC_ADDR {} unless a request asks for another",
+                 public_address);
+  }
   if (!token_file.empty()) {
     auto token = kturn::auth::readTokenFile(token_file);
     if (!token) {

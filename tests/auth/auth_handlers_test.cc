@@ -101,11 +101,39 @@ TEST_F(AuthHandlersTest, ErrorsAreJson) {
 
   ConfigHolder empty;
   EXPECT_EQ(turnAuthHandler(empty, options())(get("/", "service=turn")).status, 500u);
+}
+
+// Auth type none: 200 with empty credentials (stunner-auth-service answers so), not 500.
+TEST_F(AuthHandlersTest, AuthTypeNoneIsAnEmptyCredential) {
   ConfigHolder none;
   auto config = ephemeralConfig("x");
   config.auth = {.type = "none"};
   none.set(config);
-  EXPECT_EQ(iceAuthHandler(none, options())(get("/ice", "service=turn")).status, 500u);
+  const auto r = iceAuthHandler(none, options())(get("/ice", "service=turn"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const json j = json::parse(r.body);
+  ASSERT_EQ(j["iceServers"].size(), 1u);
+  EXPECT_EQ(j["iceServers"][0]["username"], "");
+  EXPECT_EQ(j["iceServers"][0]["credential"], "");
+  const auto t = json::parse(turnAuthHandler(none, options())(get("/", "service=turn")).body);
+  EXPECT_EQ(t["username"], "");
+  EXPECT_EQ(t["password"], "");
+}
+
+// STUNNER_PUBLIC_ADDR (AuthHandlerOptions::public_address) names the host of every URI unless the
+// request's public-addr does.
+TEST_F(AuthHandlersTest, PublicAddressFromTheEnvironmentUnlessTheRequestNamesOne) {
+  AuthHandlerOptions o = options();
+  o.public_address = "203.0.113.9";
+  const auto ice = iceAuthHandler(configs_, o);
+  json j = json::parse(ice(get("/ice", "service=turn")).body);
+  for (const json& url : j["iceServers"][0]["urls"]) {
+    EXPECT_NE(url.get<std::string>().find("203.0.113.9"), std::string::npos) << url;
+  }
+  j = json::parse(ice(get("/ice", "service=turn&public-addr=198.51.100.4")).body);
+  for (const json& url : j["iceServers"][0]["urls"]) {
+    EXPECT_NE(url.get<std::string>().find("198.51.100.4"), std::string::npos) << url;
+  }
 }
 
 TEST_F(AuthHandlersTest, BearerToken) {
@@ -224,13 +252,17 @@ TEST_F(MultiGatewayTest, TurnRestApiAnswersForTheFirstSelectedGateway) {
 }
 
 TEST_F(MultiGatewayTest, AGatewayThatCannotMintIsLeftOut) {
-  auto broken = gatewayConfig("zz", "none", "{type: none}",
-                              "  - {name: zz/none/udp, protocol: TURN-UDP, address: 127.0.0.3}\n");
-  configs_.upsert("zz/none", broken);
+  // Ephemeral without a shared secret (validation would refuse it; built by hand): no
+  // credential can be minted.
+  auto broken =
+      gatewayConfig("zz", "broken", "{type: ephemeral, credentials: {secret: s}}",
+                    "  - {name: zz/broken/udp, protocol: TURN-UDP, address: 127.0.0.3}\n");
+  broken.auth.credentials.clear();
+  configs_.upsert("zz/broken", broken);
   EXPECT_EQ(ice("service=turn")["iceServers"].size(), 2u);
   // Selected alone, it has nothing to offer: 500 naming it.
   const json j = ice("service=turn&namespace=zz", 500);
-  EXPECT_NE(j["message"].get<std::string>().find("zz/none"), std::string::npos) << j;
+  EXPECT_NE(j["message"].get<std::string>().find("zz/broken"), std::string::npos) << j;
 }
 
 TEST_F(MultiGatewayTest, RotationAndDeletionShowInTheNextRequest) {

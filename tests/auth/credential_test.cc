@@ -43,8 +43,14 @@ TEST(MintCredential, StaticReturnsTheConfiguredPair) {
   EXPECT_EQ(*c, (Credential{"user1", "pass1"}));
 }
 
-TEST(MintCredential, NoneAndIncompleteConfigsAreErrors) {
-  EXPECT_FALSE(mintCredential({.type = "none"}, "u", kNow, seconds(1)));
+// Auth type none checks no credential: the answer is an empty one, as stunner-auth-service's.
+TEST(MintCredential, NoneIsAnEmptyCredential) {
+  const auto c = mintCredential({.type = "none"}, "u", kNow, seconds(1));
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(*c, (Credential{"", ""}));
+}
+
+TEST(MintCredential, IncompleteConfigsAreErrors) {
   EXPECT_FALSE(mintCredential({.type = "ephemeral"}, "u", kNow, seconds(1)));
   EXPECT_FALSE(mintCredential({.type = "static", .credentials = {{"username", "u"}}}, "u", kNow,
                               seconds(1)));

@@ -135,10 +135,14 @@ TEST(IceServers, OnePerConfigInIdOrderSkippingThoseThatCannotMint) {
                "\nlisteners: [{name: " + id + "/udp, protocol: TURN-UDP, address: 127.0.0.1}]\n")
                   .c_str()));
   };
+  // c/gw lost its secret (validation refuses that; built by hand): it cannot mint.
+  auto noSecret = std::make_shared<config::StunnerConfig>(
+      *gateway("c/gw", "{type: ephemeral, credentials: {secret: s}}"));
+  noSecret->auth.credentials.clear();
   const ConfigSet configs{
       {"b/gw", gateway("b/gw", "{type: static, credentials: {username: u, password: p}}")},
       {"a/gw", gateway("a/gw", "{type: ephemeral, credentials: {secret: s}}")},
-      {"c/gw", gateway("c/gw", "{type: none}")},
+      {"c/gw", noSecret},
   };
   const IceServerList list = iceServers(configs, {.username = "bob"}, now);
   ASSERT_EQ(list.servers.size(), 2u);

@@ -75,8 +75,9 @@ void addOptions(CLI::App& app, CommandLine& line) {
   // -c k8s: where the config discovery server is (stunnerd's flags and environment).
   line.cds_server_address = env("CDS_SERVER_ADDR");
   line.cds_server_namespace = env("CDS_SERVER_NAMESPACE");
-  if (const std::string port = env("CDS_SERVER_PORT"); !port.empty()) {
-    line.cds_server_port = std::atoi(port.c_str());
+  // A value that is not a port keeps the default, as stunnerd does.
+  if (const int port = std::atoi(env("CDS_SERVER_PORT").c_str()); port > 0 && port <= 65535) {
+    line.cds_server_port = port;
   }
   const char* k8s = "Kubernetes (for -c k8s)";
   app.add_option("--cds-server-address", line.cds_server_address,

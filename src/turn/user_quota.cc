@@ -4,11 +4,8 @@ namespace kturn::turn {
 
 bool UserQuota::tryAcquire(std::string_view user, uint32_t limit) {
   std::lock_guard<std::mutex> lock(mutex_);
-  uint32_t& held = counts_[std::string(user)];
-  if (limit != 0 && held >= limit) {
-    if (held == 0) counts_.erase(std::string(user));
-    return false;
-  }
+  uint32_t& held = counts_[std::string(user)];  // a refusal finds held >= limit >= 1: no 0 left
+  if (limit != 0 && held >= limit) return false;
   ++held;
   return true;
 }

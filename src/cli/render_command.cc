@@ -130,6 +130,12 @@ CLI::App* addRenderCommand(CLI::App& app, RenderCommand& command) {
   sub->add_option("--cds-address", command.options.configDiscoveryAddress,
                   "config discovery server host:port the dataplane pods are pointed at")
       ->capture_default_str();
+  sub->add_option("--endpoint-discovery", command.options.endpointDiscovery,
+                  "Service backends by their pods' addresses; false: by DNS name (STRICT_DNS)")
+      ->capture_default_str();
+  sub->add_option("--relay-to-cluster-ip", command.options.relayToClusterIP,
+                  "a Service backend also admits its ClusterIP")
+      ->capture_default_str();
   sub->add_option("--reference-grants", command.referenceGrants,
                   "enforce: cross-namespace backends and certificates need a ReferenceGrant "
                   "(Gateway API); ignore: as STUNner, never checked")

@@ -11,7 +11,8 @@ namespace {
 
 struct Backend {
   std::vector<std::string> endpoints{};
-  std::string reason{};  // empty: resolved
+  std::string type = "STATIC";  // or STRICT_DNS: the cluster type its endpoints need
+  std::string reason{};         // empty: resolved
   std::string message{};
 };
 
@@ -128,9 +129,18 @@ Backend resolveBackend(const k8s::Route& route, const k8s::BackendRef& ref,
                          route.meta.ns};
     }
   }
-  Backend b = kind == "Service" ? serviceBackend(key, snapshot, options)
-                                : staticServiceBackend(key, snapshot);
-  injectPortRange(ref, b.endpoints);
+  Backend b;
+  if (kind == "Service" && !options.endpointDiscovery) {
+    // As STUNner without endpoint discovery: the Service's name, whether or not it exists.
+    b.endpoints = {ref.name + "." + ns + ".svc.cluster.local"};
+    b.type = "STRICT_DNS";
+  } else {
+    b = kind == "Service" ? serviceBackend(key, snapshot, options)
+                          : staticServiceBackend(key, snapshot);
+  }
+  // As STUNner: only STATIC clusters carry port ranges (stunnerd takes a bare name in a
+  // STRICT_DNS cluster), so a DNS backend admits every port of its addresses.
+  if (b.type == "STATIC") injectPortRange(ref, b.endpoints);
   return b;
 }
 
@@ -147,6 +157,7 @@ ClusterRender renderCluster(const k8s::Route& route, const ClusterSnapshot& snap
   config::Cluster cluster{
       .name = route.meta.key().str(), .type = "STATIC", .protocol = route.isTcp() ? "TCP" : "UDP"};
   std::vector<std::string> failures;
+  bool typed = false;  // the first backend with endpoints sets the cluster's type
   for (const k8s::RouteRule& rule : route.rules) {
     for (const k8s::BackendRef& ref : rule.backendRefs) {
       Backend b = resolveBackend(route, ref, snapshot, options);
@@ -154,10 +165,22 @@ ClusterRender renderCluster(const k8s::Route& route, const ClusterSnapshot& snap
         out.reason = b.reason;
         failures.push_back(b.message);
       }
+      if (!b.endpoints.empty() && typed && b.type != cluster.type) {
+        // One cluster has one type: STUNner skips such a backend too (InconsistentClusterType).
+        out.reason = reason::kBackendNotFound;
+        failures.push_back("backend " + ref.name + ": a " + b.type + " backend in a " +
+                           cluster.type + " cluster (endpoint discovery is off for Services)");
+        continue;
+      }
+      if (!b.endpoints.empty() && !typed) {
+        cluster.type = b.type;
+        typed = true;
+      }
       for (std::string& ep : b.endpoints) {
         // An EndpointSlice of addressType FQDN or a mistyped StaticService prefix would make
         // the whole dataplane config invalid; drop just that endpoint and say so.
-        if (auto parsed = config::parseEndpoint(ep); !parsed) {
+        const bool dns = b.type == "STRICT_DNS";
+        if (dns ? !config::parseDnsEndpoint(ep) : !config::parseEndpoint(ep)) {
           out.reason = reason::kBackendNotFound;
           failures.push_back("backend " + ref.name + ": endpoint \"" + ep +
                              "\" is not an IP prefix");

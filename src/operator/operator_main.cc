@@ -110,6 +110,13 @@ int main(int argc, char** argv) {
   app.add_option("--dataplane-image", options.render.dataplaneImage,
                  "dataplane image when the Dataplane sets none")
       ->capture_default_str();
+  app.add_option("--endpoint-discovery", options.render.endpointDiscovery,
+                 "Service backends by their pods' addresses (EndpointSlices); false: by their DNS "
+                 "names in STRICT_DNS clusters, as STUNner's --endpoint-discovery=false")
+      ->capture_default_str();
+  app.add_option("--relay-to-cluster-ip", options.render.relayToClusterIP,
+                 "a Service backend also admits its ClusterIP (STUNner's EnableRelayToClusterIP)")
+      ->capture_default_str();
   app.add_option("--reference-grants", referenceGrants,
                  "enforce: cross-namespace backends need a ReferenceGrant; ignore: as STUNner")
       ->check(CLI::IsMember({"enforce", "ignore"}))

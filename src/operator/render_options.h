@@ -25,6 +25,10 @@ struct RenderOptions {
   // namespace than the Gateway, needs a ReferenceGrant there (Gateway API); without one the
   // route or listener gets a RefNotPermitted condition naming the missing grant.
   bool enforceReferenceGrants = false;
+  // STUNner's --endpoint-discovery: a Service backend's endpoints are its pods' addresses (its
+  // EndpointSlices). Off, it is the Service's DNS name, <name>.<namespace>.svc.cluster.local, in a
+  // STRICT_DNS cluster that kturnd resolves (a headless Service's name resolves to its pods).
+  bool endpointDiscovery = true;
   // STUNner's EnableRelayToClusterIP: a Service backend admits its ClusterIP besides pod IPs.
   bool relayToClusterIP = true;
   // lastTransitionTime of every condition. The renderer is pure: the caller supplies the clock,

@@ -45,7 +45,7 @@ std::string readFile(const fs::path& p) {
 }
 
 // A case's options.yaml, when it has one, sets what the operator's flags set:
-// `referenceGrants: enforce|ignore`.
+// `referenceGrants: enforce|ignore`, `endpointDiscovery: false`, `relayToClusterIP: false`.
 RenderOptions goldenOptions(const fs::path& dir) {
   RenderOptions options;
   options.transitionTime = "2024-01-01T00:00:00Z";
@@ -54,6 +54,8 @@ RenderOptions goldenOptions(const fs::path& dir) {
     if (node["referenceGrants"]) {
       options.enforceReferenceGrants = node["referenceGrants"].as<std::string>() == "enforce";
     }
+    if (node["endpointDiscovery"]) options.endpointDiscovery = node["endpointDiscovery"].as<bool>();
+    if (node["relayToClusterIP"]) options.relayToClusterIP = node["relayToClusterIP"].as<bool>();
   }
   return options;
 }

@@ -156,6 +156,43 @@ TEST(Renderer, IgnoresOtherControllers) {
   EXPECT_TRUE(r.statuses.empty());
 }
 
+// Without endpoint discovery (STUNner's --endpoint-discovery=false) a Service backend is its DNS
+// name in a STRICT_DNS cluster, with no port range; a StaticService backend cannot join that
+// cluster (one type per cluster) and is left out, named in the route's status.
+TEST(Renderer, WithoutEndpointDiscoveryServicesAreDnsNames) {
+  const std::string routes = R"(
+apiVersion: stunner.l7mp.io/v1
+kind: UDPRoute
+metadata: {name: r, namespace: media}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: svc, port: 10000}, {group: stunner.l7mp.io, kind: StaticService, name: farm}]}]
+---
+apiVersion: stunner.l7mp.io/v1
+kind: StaticService
+metadata: {name: farm, namespace: media}
+spec: {prefixes: [10.9.0.0/24]}
+)";
+  RenderOptions noEds;
+  noEds.endpointDiscovery = false;
+  const RenderResult r = renderYaml(kPlatform + std::string(kGateway) + routes, noEds);
+  ASSERT_TRUE(r.gateways[0].config);
+  const config::Cluster& c = r.gateways[0].config->clusters[0];
+  EXPECT_EQ(c.type, "STRICT_DNS");
+  EXPECT_EQ(c.endpoints, std::vector<std::string>{"svc.media.svc.cluster.local"});
+  const k8s::Json& refs = statusOf(r, "UDPRoute", "r")->status["parents"][0]["conditions"][1];
+  EXPECT_EQ(refs["status"], "False");
+  EXPECT_NE(refs["message"].get<std::string>().find("farm: a STATIC backend in a STRICT_DNS"),
+            std::string::npos)
+      << refs.dump();
+  // With discovery on: the StaticService's prefix and the Service's ClusterIP (kPlatform has no
+  // EndpointSlice for it), the backendRef's port kept, in one STATIC cluster.
+  const RenderResult eds = renderYaml(kPlatform + std::string(kGateway) + routes);
+  EXPECT_EQ(eds.gateways[0].config->clusters[0].type, "STATIC");
+  EXPECT_EQ(eds.gateways[0].config->clusters[0].endpoints,
+            (std::vector<std::string>{"10.9.0.0/24", "10.96.0.1:<10000-10000>"}));
+}
+
 // By default, as STUNner, a cross-namespace backend is rendered without a ReferenceGrant;
 // --reference-grants=enforce refuses it and says which grant is missing.
 TEST(Renderer, ReferenceGrantsAreIgnoredAsStunnerDoesUnlessEnforced) {

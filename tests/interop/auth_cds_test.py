@@ -62,16 +62,9 @@ def gateway_manifests(cls: str, ns: str, gw: str, realm: str, secret: str, port:
 
 
 def manifests(port_a: int, port_b: int) -> list:
-    docs = (gateway_manifests("class-a", NS_A, GW_A, REALM_A, SECRET_A, port_a) +
-            gateway_manifests("class-b", NS_B, GW_B, REALM_B, SECRET_B, port_b))
-    # The :8086 health check is a fixed port: two kturnds on one host cannot both bind it.
-    docs.append({"apiVersion": "stunner.l7mp.io/v1", "kind": "Dataplane",
-                 "metadata": {"name": "default"},
-                 "spec": {"image": "kturn/kturnd:latest", "disableHealthCheck": True}})
-    for d in docs:
-        if d["kind"] == "GatewayConfig":
-            d["spec"]["dataplane"] = "default"
-    return docs
+    return op.with_test_dataplane(
+        gateway_manifests("class-a", NS_A, GW_A, REALM_A, SECRET_A, port_a) +
+        gateway_manifests("class-b", NS_B, GW_B, REALM_B, SECRET_B, port_b))
 
 
 def http_get(port: int, path: str):

@@ -96,6 +96,17 @@ def load(path: str) -> list:
     return docs
 
 
+def with_test_dataplane(docs: list) -> list:
+    """`docs` with a Dataplane of the test's own, named by every GatewayConfig: without the
+    :8086 health check, a fixed port two kturnds on one host cannot both bind."""
+    for d in docs:
+        if d["kind"] == "GatewayConfig":
+            d["spec"]["dataplane"] = "default"
+    return docs + [{"apiVersion": "stunner.l7mp.io/v1", "kind": "Dataplane",
+                    "metadata": {"name": "default"},
+                    "spec": {"image": "kturn/kturnd:latest", "disableHealthCheck": True}}]
+
+
 def manifests(turn_port: int, pod: str) -> list:
     out = []
     for doc in load(SEED_FIXED):
@@ -105,13 +116,8 @@ def manifests(turn_port: int, pod: str) -> list:
         elif kind == "EndpointSlice":
             doc["endpoints"] = [{"addresses": [pod],
                                  "conditions": {"ready": True, "serving": True}}]
-        elif kind == "GatewayConfig":
-            doc["spec"]["dataplane"] = "default"
         out.append(doc)
-    out.append({"apiVersion": "stunner.l7mp.io/v1", "kind": "Dataplane",
-                "metadata": {"name": "default"},
-                "spec": {"image": "kturn/kturnd:latest", "disableHealthCheck": True}})
-    return out
+    return with_test_dataplane(out)
 
 
 def apply_verbatim_class(scope: "cp.Scope") -> None:

@@ -95,13 +95,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     for d in docs:
         if d["kind"] == "Gateway":
             d["spec"]["listeners"][0]["port"] = turn_port
-    docs.append({"apiVersion": "stunner.l7mp.io/v1", "kind": "Dataplane",
-                 "metadata": {"name": "default"},
-                 "spec": {"image": "kturn/kturnd:latest", "disableHealthCheck": True}})
-    for d in docs:
-        if d["kind"] == "GatewayConfig":
-            d["spec"]["dataplane"] = "default"
-    scope.apply(docs)
+    scope.apply(op.with_test_dataplane(docs))
     gateway = f"{scope.ns('media')}/media-server-gateway"
     op.wait_for("the Gateway's config over CDS", lambda: served(
         f"http://{h.LOOPBACK}:{cds_port}/api/v1/configs/{gateway}"), procs=[operator])

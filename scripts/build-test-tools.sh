@@ -30,14 +30,17 @@ while (($#)); do
   esac
 done
 
-# The machine's Go (this project's machines come with a current one in /usr/local/go; Debian's
-# golang package is too old for these releases).
-command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
-command -v go >/dev/null || { echo "build-test-tools: Go is not installed (needed to build the" \
-  "Kubernetes test tools)" >&2; exit 1; }
 export GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0
 
 say() { echo "build-test-tools: $*" >&2; }
+
+# The machine's Go, needed only when something is to be built (this project's machines come with
+# a current one in /usr/local/go; Debian's golang package is too old for these releases).
+need_go() {
+  command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
+  command -v go >/dev/null || { say "Go is not installed (needed to build the Kubernetes test" \
+    "tools)"; exit 1; }
+}
 
 # key NAME VERSION [FILES...]: the cache folder of one tool build.
 key() {
@@ -58,6 +61,7 @@ build_into() {
   rm -rf "$dir.tmp"
   mkdir -p "$dir.tmp/bin"
   local start=$SECONDS
+  need_go
   OUT="$dir.tmp/bin" "$@"
   touch "$dir.tmp/.complete"
   rm -rf "$dir"

@@ -12,7 +12,11 @@
     the field named; the route statuses the renderer writes in tests/golden/*/expected.yaml are
     accepted by the status subresource;
   * wrong enums, types, missing required fields, unknown fields and the like are refused by the
-    API server with the field named.
+    API server with the field named, down into the Dataplane's core/v1 parts (affinity, security
+    contexts, env valueFrom, topology spread constraints); a Dataplane that sets all of them is
+    stored as it was written;
+  * those parts are what scripts/gen-dataplane-schemas.py makes of the OpenAPI document of the
+    Kubernetes release the test tools pin (--check), and the YAML holds what it generated.
 
   /usr/bin/python3 tests/deploy/crd_schema_test.py [-v]
 """
@@ -22,7 +26,9 @@ import glob
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import unittest
 
 import yaml
@@ -33,6 +39,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "support"))
 import control_plane as cp  # noqa: E402
 from helm import KubeYamlLoader  # noqa: E402
 GROUP = "stunner.l7mp.io"
+GENERATOR = os.path.join(REPO, "scripts", "gen-dataplane-schemas.py")
 
 # STUNner's CRDs (stunner deploy/manifests/static/stunner-crd.yaml, operator config/crd/bases);
 # TCPRoute is kturn's, shaped like UDPRoute.
@@ -403,8 +410,85 @@ def dataplane():
     return {
         "apiVersion": "stunner.l7mp.io/v1", "kind": "Dataplane", "metadata": {"name": "default"},
         "spec": {"image": "kturnd:latest", "resources": {"limits": {"cpu": 2, "memory": "1Gi"}},
-                 "affinity": {"nodeAffinity": {"anything": ["kept"]}}},
+                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                     "nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]}}}},
     }
+
+
+def full_dataplane():
+    """A Dataplane that sets every core/v1 part the operator copies into the Deployment."""
+    def selector():  # a copy each: mutated() must be able to change one alone
+        return {"matchLabels": {"app": "stunner"},
+                "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["batch"]}]}
+    return {
+        "apiVersion": "stunner.l7mp.io/v1", "kind": "Dataplane", "metadata": {"name": "full"},
+        "spec": {
+            "image": "kturnd:latest",
+            "imagePullSecrets": [{"name": "registry"}],
+            "envFrom": [{"prefix": "K_", "configMapRef": {"name": "cm", "optional": True}},
+                        {"secretRef": {"name": "s"}}],
+            "env": [
+                {"name": "PLAIN", "value": "v"},
+                {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1",
+                                                              "fieldPath": "status.podIP"}}},
+                {"name": "CPU", "valueFrom": {"resourceFieldRef": {
+                    "containerName": "stunnerd", "resource": "limits.cpu", "divisor": "1m"}}},
+                {"name": "SECRET", "valueFrom": {"secretKeyRef": {
+                    "name": "s", "key": "k", "optional": False}}},
+                {"name": "CM", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k"}}},
+            ],
+            "containerSecurityContext": {
+                "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                "runAsNonRoot": True, "runAsUser": 1000, "privileged": False,
+                "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]},
+                "seccompProfile": {"type": "RuntimeDefault"}},
+            "resources": {"requests": {"cpu": "500m", "memory": "128Mi"},
+                          "limits": {"cpu": 2, "memory": "512Mi"}},
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "In",
+                                               "values": ["amd64", "arm64"]}]}]},
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 10, "preference": {"matchExpressions": [
+                            {"key": "node-role", "operator": "Exists"}]}}]},
+                "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 50, "podAffinityTerm": {"labelSelector": selector(),
+                                                       "topologyKey": "kubernetes.io/hostname",
+                                                       "namespaces": ["media"]}}]},
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": selector(), "topologyKey": "topology.kubernetes.io/zone",
+                     "matchLabelKeys": ["pod-template-hash"]}]},
+            },
+            "securityContext": {
+                "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 2000, "runAsNonRoot": True,
+                "supplementalGroups": [3000],
+                "sysctls": [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}],
+                "seccompProfile": {"type": "RuntimeDefault"}},
+            "tolerations": [
+                {"key": "dedicated", "operator": "Equal", "value": "media",
+                 "effect": "NoSchedule"},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 30}],
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                 "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": selector(),
+                 "minDomains": 2, "nodeAffinityPolicy": "Honor", "nodeTaintsPolicy": "Ignore",
+                 "matchLabelKeys": ["pod-template-hash"]}],
+        },
+    }
+
+
+def v1alpha1_dataplane():
+    """full_dataplane() as v1alpha1, with the parts that version has."""
+    obj = full_dataplane()
+    obj["apiVersion"] = "stunner.l7mp.io/v1alpha1"
+    obj["metadata"]["name"] = "full-v1alpha1"
+    obj["spec"] = {k: v for k, v in obj["spec"].items()
+                   if k in ("image", "env", "resources", "affinity", "securityContext",
+                            "tolerations")}
+    return obj
 
 
 def gateway_config():
@@ -466,12 +550,44 @@ INVALID_OBJECTS = {
         o, ("spec", "resources", "limits", "cpu"), "two")), "spec.resources.limits.cpu"),
     "v1 field in v1alpha1": (mutated(gateway_config, lambda o: set_path(
         o, ("apiVersion",), "stunner.l7mp.io/v1alpha1")), "spec.userQuota"),
+    # The Dataplane's core/v1 parts (Kubernetes' own schemas, scripts/gen-dataplane-schemas.py).
+    "misspelled affinity field": (mutated(dataplane, lambda o: set_path(
+        o, ("spec", "affinity"), {"nodeAfinity": o["spec"]["affinity"]["nodeAffinity"]})),
+        "spec.affinity.nodeAfinity"),
+    "string runAsUser": (mutated(full_dataplane, lambda o: set_path(
+        o, ("spec", "securityContext", "runAsUser"), "abc")), "spec.securityContext.runAsUser"),
+    "string container runAsUser": (mutated(full_dataplane, lambda o: set_path(
+        o, ("spec", "containerSecurityContext", "runAsUser"), "abc")),
+        "spec.containerSecurityContext.runAsUser"),
+    "whenUnsatisfiable not a string": (mutated(full_dataplane, lambda o: set_path(
+        o, ("spec", "topologySpreadConstraints", 0, "whenUnsatisfiable"), 1)),
+        "spec.topologySpreadConstraints[0].whenUnsatisfiable"),
+    "topologySpreadConstraint without topologyKey": (mutated(full_dataplane, lambda o: delete_path(
+        o, ("spec", "topologySpreadConstraints", 0, "topologyKey"))),
+        "spec.topologySpreadConstraints[0].topologyKey"),
+    "unknown field in env valueFrom": (mutated(full_dataplane, lambda o: set_path(
+        o, ("spec", "env", 1, "valueFrom", "secretRef"), {"name": "s"})),
+        "spec.env[1].valueFrom.secretRef"),
+    "duplicate env name": (mutated(full_dataplane, lambda o: o["spec"]["env"].append(
+        {"name": "PLAIN", "value": "w"})), "spec.env[5]"),
+    "capabilities.add not a list": (mutated(full_dataplane, lambda o: set_path(
+        o, ("spec", "containerSecurityContext", "capabilities", "add"), "NET_ADMIN")),
+        "spec.containerSecurityContext.capabilities.add"),
+    "tolerationSeconds not an integer": (mutated(full_dataplane, lambda o: set_path(
+        o, ("spec", "tolerations", 1, "tolerationSeconds"), "30s")),
+        "spec.tolerations[1].tolerationSeconds"),
+    "label selector typo": (mutated(full_dataplane, lambda o: set_path(
+        o, ("spec", "topologySpreadConstraints", 0, "labelSelector", "matchLabel"), {"a": "b"})),
+        "spec.topologySpreadConstraints[0].labelSelector.matchLabel"),
+    "v1alpha1 misspelled affinity field": (mutated(v1alpha1_dataplane, lambda o: set_path(
+        o, ("spec", "affinity", "podAntiAffinity", "requiredDuringScheduling"), [])),
+        "spec.affinity.podAntiAffinity.requiredDuringScheduling"),
 }
 
 
 class ServerValidationTest(unittest.TestCase):
     def test_valid_objects_pass(self):
-        for make in (udp_route, dataplane, gateway_config):
+        for make in (udp_route, dataplane, full_dataplane, v1alpha1_dataplane, gateway_config):
             with self.subTest(kind=make.__name__):
                 refused, out = dry_run([make()])
                 self.assertEqual(refused, {}, out)
@@ -499,10 +615,86 @@ class ServerValidationTest(unittest.TestCase):
             o, ("spec", "useDefaultGateways"), "Some"))])
         self.assertIn("spec.useDefaultGateways", out)
 
+    maxDiff = None
+
+    def test_full_dataplane_round_trips(self):
+        # Created for real and read back: nothing pruned, defaulted or reordered, so the
+        # operator copies into the Deployment exactly what the user wrote.
+        s = scope()
+        for make in (full_dataplane, v1alpha1_dataplane):
+            with self.subTest(version=make()["apiVersion"]):
+                obj = make()
+                obj["metadata"]["name"] += "-stored"  # not the name the dry runs use
+                obj = s.localize(obj)
+                s.kubectl("create", "--validate=strict", "-f", "-", input=json.dumps(obj))
+                version = obj["apiVersion"].split("/")[1]
+                stored = s.get(f"dataplanes.{version}.{GROUP}", obj["metadata"]["name"])
+                # Only the hand-written top-level defaults (STUNner's) are added.
+                spec = schema_at(version_schema("Dataplane", version), "spec")["properties"]
+                want = {k: p["default"] for k, p in spec.items() if "default" in p}
+                self.assertEqual(stored["spec"], want | obj["spec"])
+
     def test_null_of_optional_field_is_pruned(self):
         obj = mutated(udp_route, lambda o: set_path(o, ("spec", "parentRefs"), None))
         refused, out = dry_run([obj])
         self.assertEqual(refused, {}, out)
+
+
+def generator(*args):
+    env = dict(os.environ)
+    env["PATH"] = env.get("PATH", "") + ":/usr/local/go/bin"
+    return subprocess.run([sys.executable, GENERATOR, *args], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+class GeneratedSchemasTest(unittest.TestCase):
+    """The Dataplane's core/v1 schemas against Kubernetes' OpenAPI document of the pinned
+    release (k8s.io/kubernetes in tests/tools/kubernetes/go.mod)."""
+
+    def test_crd_is_what_the_pinned_release_makes(self):
+        r = generator("--check")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_yaml_holds_the_generated_schemas(self):
+        # The generator writes YAML itself (stdlib only): what a YAML reader gets back is what
+        # it generated, in every version that has the field.
+        r = generator("--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        generated = json.loads(r.stdout)
+        for version in ("v1", "v1alpha1"):
+            spec = schema_at(version_schema("Dataplane", version), "spec")["properties"]
+            for name, want in generated.items():
+                if name in spec or version == "v1":
+                    with self.subTest(version=version, field=name):
+                        got = dict(spec[name])
+                        got.pop("description", None)  # the CRD's own, hand-written
+                        self.assertEqual(got, want)
+
+    def test_no_schema_is_left_free_form(self):
+        for version in ("v1", "v1alpha1"):
+            text = json.dumps(version_schema("Dataplane", version))
+            with self.subTest(version=version):
+                self.assertNotIn("x-kubernetes-preserve-unknown-fields", text)
+
+    def test_a_recursive_type_stops_the_generator(self):
+        ref = {"$ref": "#/components/schemas/io.k8s.api.core.v1.Loop"}
+        plain = {"type": "string"}
+        schemas = {
+            "io.k8s.api.core.v1.PodSpec": {"type": "object", "properties": {
+                "imagePullSecrets": plain, "affinity": {"allOf": [ref]}, "securityContext": plain,
+                "tolerations": plain, "topologySpreadConstraints": plain}},
+            "io.k8s.api.core.v1.Container": {"type": "object", "properties": {
+                "envFrom": plain, "env": plain, "securityContext": plain, "resources": plain}},
+            "io.k8s.api.core.v1.Loop": {"type": "object", "properties": {
+                "next": {"type": "array", "items": {"allOf": [ref]}}}},
+        }
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump({"components": {"schemas": schemas}}, f)
+            f.flush()
+            r = generator("--openapi", f.name, "--json")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("PodSpec.affinity.next[]: io.k8s.api.core.v1.Loop refers to itself",
+                      r.stderr)
 
 
 def tearDownModule():

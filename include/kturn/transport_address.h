@@ -34,6 +34,7 @@ class IpAddress {
   // 4 bytes for IPv4, 16 for IPv6, network order.
   std::span<const uint8_t> bytes() const { return {bytes_.data(), isV4() ? 4u : 16u}; }
   bool isUnspecified() const;
+  bool isLoopback() const;  // 127.0.0.0/8 or ::1
   std::string toString() const;
 
   friend bool operator==(const IpAddress&, const IpAddress&) = default;

@@ -56,6 +56,14 @@ bool IpAddress::isUnspecified() const {
   return true;
 }
 
+bool IpAddress::isLoopback() const {
+  if (isV4()) return bytes_[0] == 127;
+  for (size_t i = 0; i < 15; ++i) {
+    if (bytes_[i] != 0) return false;
+  }
+  return bytes_[15] == 1;
+}
+
 std::string IpAddress::toString() const {
   char buf[INET6_ADDRSTRLEN];
   const int af = isV4() ? AF_INET : AF_INET6;

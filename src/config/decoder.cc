@@ -228,6 +228,7 @@ Result<void> readListener(const Json& v, const Path& path, Listener& l) {
       field("public_port", readInt, l.public_port),
       field("address", readString, l.address),
       field("port", readInt, l.port),
+      field("bind_address", readString, l.bind_address),
       field("min_relay_port", readInt, l.min_relay_port),
       field("max_relay_port", readInt, l.max_relay_port),
       field("cert", readString, l.cert),

@@ -26,8 +26,13 @@ struct Listener {
   // Where clients reach the listener from outside (a LoadBalancer IP); informational only.
   std::string public_address{};
   int public_port = 0;
-  std::string address{};  // IP to bind, default "0.0.0.0"
-  int port = 0;           // default 3478
+  // The relay address: the IP that XOR-RELAYED-ADDRESS names, as in stunnerd. Default "0.0.0.0":
+  // the address the client reached. Not bound, except a loopback address (see bind_address).
+  std::string address{};
+  int port = 0;  // default 3478
+  // kturn's own: the IP the listener binds. Empty (the default) binds every address, "::" dual
+  // stack, as stunnerd does, or only `address` when that is a loopback address.
+  std::string bind_address{};
   // Port range for relay sockets. 0/0 (the default) means the kernel's ephemeral range. STUNner
   // dropped these fields from v1 in 2023; kturn still reads them so such configs keep working.
   int min_relay_port = 0;

@@ -266,9 +266,11 @@ std::vector<FieldSpec> listenerFields() {
       {.path = "listeners[].address",
        .format = "IP address",
        .default_value = text(kDefaultListenerAddress),
-       .description = "The address to bind (after `$STUNNER_ADDR` is expanded). **kturn** wants "
-                      "an IP literal where stunnerd also resolves a name; `localhost` is read as "
-                      "`127.0.0.1`. `::` is dual stack "
+       .description = "The relay address: the IP that XOR-RELAYED-ADDRESS names (after "
+                      "`$STUNNER_ADDR` is expanded); `0.0.0.0` for the address the client "
+                      "reached. As in stunnerd it is not bound (see `bind_address`), so it may "
+                      "be a 1:1 NAT's public address. **kturn** wants an IP literal where "
+                      "stunnerd also resolves a name; `localhost` is read as `127.0.0.1` "
                       "([listener addresses](config.md#listener-addresses)).",
        .sample = R"("127.0.0.1")",
        .bad_sample = R"("turn.example.org")"},
@@ -279,6 +281,15 @@ std::vector<FieldSpec> listenerFields() {
        .zero_is_unset = true,
        .description = "The port to bind.",
        .sample = "3479"},
+      {.path = "listeners[].bind_address",
+       .format = "IP address",
+       .origin = Origin::kKturn,
+       .description = "The address the listener binds. Unset: every address (`::`, IPv4 and "
+                      "IPv6 clients on one port; `0.0.0.0` on a host without IPv6), as stunnerd "
+                      "does, except that a loopback `address` binds only itself. Set it to "
+                      "serve one interface ([listener addresses](config.md#listener-addresses)).",
+       .sample = R"("10.0.0.5")",
+       .bad_sample = R"("eth0")"},
       {.path = "listeners[].min_relay_port",
        .type = FieldType::kInteger,
        .origin = Origin::kKturn,

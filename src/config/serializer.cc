@@ -67,6 +67,7 @@ Json listenerJson(const Listener& l) {
   putInt(out, "public_port", l.public_port);
   putString(out, "address", l.address);
   putInt(out, "port", l.port);
+  putString(out, "bind_address", l.bind_address);
   putInt(out, "min_relay_port", l.min_relay_port);
   putInt(out, "max_relay_port", l.max_relay_port);
   putString(out, "cert", l.cert);

@@ -212,6 +212,10 @@ Result<void> validateListener(Listener& l, const std::string& path) {
   if (!IpAddress::parse(l.address) && !isEnvReference(l.address)) {
     return invalid(path + ".address", "invalid IP address " + quoteText(l.address));
   }
+  if (toLower(l.bind_address) == "localhost") l.bind_address = "127.0.0.1";
+  if (!l.bind_address.empty() && !IpAddress::parse(l.bind_address)) {
+    return invalid(path + ".bind_address", "invalid IP address " + quoteText(l.bind_address));
+  }
   if (l.port == 0) l.port = kDefaultPort;
   if (!kPortRange.contains(l.port))
     return invalid(path + ".port", "must be " + rangeText(kPortRange));

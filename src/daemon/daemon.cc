@@ -20,11 +20,11 @@
 namespace kturn::daemon {
 namespace {
 
-// Whether a listener needs new sockets: another address, or another transport (TCP and TLS are
+// Whether a listener needs new sockets: another bind address, or another transport (TCP and TLS are
 // both TCP sockets, but a plain connection cannot become a TLS one). A new certificate alone
 // does not: the running listener takes the new context.
 bool movedOrChanged(const ListenerSpec& before, const ListenerSpec& now) {
-  return before.address != now.address || before.protocol != now.protocol ||
+  return before.bind != now.bind || before.protocol != now.protocol ||
          (before.tls == nullptr) != (now.tls == nullptr);
 }
 
@@ -412,13 +412,18 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
   }
   for (turn::ListenerId id : removed) {
     for (const ListenerSpec& old : dataplane_->listeners) {
-      if (old.id == id) spdlog::info("listener {} on {} closed", old.name, old.address.toString());
+      if (old.id == id) spdlog::info("listener {} on {} closed", old.name, old.bind.toString());
     }
   }
   for (const ListenerSpec* l : added) {
     const bool tcp = l->protocol == TransportProtocol::kTcp;
-    spdlog::info("listener {}: TURN-{} on {} ({} workers)", l->name,
-                 l->tls ? (tcp ? "TLS" : "DTLS") : (tcp ? "TCP" : "UDP"), l->address.toString(),
+    const std::string relay =
+        l->relay_ip.isUnspecified()
+            ? std::string()
+            : ", relay address " + l->relay_ip.toString() +
+                  (l->relay_ip_local ? "" : " (not this host's: relays bind the address reached)");
+    spdlog::info("listener {}: TURN-{} on {}{} ({} workers)", l->name,
+                 l->tls ? (tcp ? "TLS" : "DTLS") : (tcp ? "TCP" : "UDP"), l->bind.toString(), relay,
                  workers_.size());
   }
   const bool first = loaded_.description.empty();

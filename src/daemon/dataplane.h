@@ -23,7 +23,15 @@ struct ListenerSpec {
   // The certificate of a TURN-TLS or TURN-DTLS listener. A listener whose certificate changes keeps
   // its sockets and connections; new connections get the new context.
   net::TlsContextPtr tls;
-  TransportAddress address;  // where the listener socket binds
+  // Where the listener's sockets bind: every address ("::", or "0.0.0.0" on a host without
+  // IPv6) unless the config names one (bind_address, or a loopback `address`).
+  TransportAddress bind;
+  // `address`, the relay address: unspecified for the address the client reached.
+  IpAddress relay_ip;
+  // Whether relay sockets can bind relay_ip, one of the host's addresses. If not (a 1:1 NAT's
+  // public address), they bind the address the client reached and XOR-RELAYED-ADDRESS names
+  // relay_ip with their port.
+  bool relay_ip_local = true;
   // Relay ports: [min, max], or the kernel's ephemeral range when min is 0.
   uint16_t min_relay_port = 0;
   uint16_t max_relay_port = 0;

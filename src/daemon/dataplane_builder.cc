@@ -1,9 +1,24 @@
 #include "daemon/dataplane_builder.h"
 
+#include <algorithm>
+
 #include "config/base64.h"
 #include "turn/restricted_peers.h"
 
 namespace kturn::daemon {
+namespace {
+
+// Whether sockets bound to `a` and to `b` on one port would take each other's packets: the same
+// address, or a wildcard covering the other ("::" covers IPv4 too).
+bool overlaps(const IpAddress& a, const IpAddress& b) {
+  if (a == b) return true;
+  const auto covers = [](const IpAddress& wide, const IpAddress& other) {
+    return wide.isUnspecified() && (!wide.isV4() || other.isV4());
+  };
+  return covers(a, b) || covers(b, a);
+}
+
+}  // namespace
 
 turn::ListenerId DataplaneBuilder::idFor(const std::string& name) {
   auto [it, inserted] = ids_.emplace(name, next_id_);
@@ -105,6 +120,13 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   }
   dataplane->connections.idle_timeout = std::chrono::seconds(limits.idle_timeout);
   dataplane->connections.handshake_timeout = std::chrono::seconds(limits.handshake_timeout);
+  dataplane->interfaces = interfaces_();
+  // stunnerd listens on every address and only names `address` in XOR-RELAYED-ADDRESS; "::"
+  // takes IPv4 clients too (Worker::bindListener), so it is the default wherever IPv6 is up.
+  const bool has_ipv6 = std::any_of(
+      dataplane->interfaces.entries().begin(), dataplane->interfaces.entries().end(),
+      [](const net::InterfaceAddresses::Entry& e) { return !e.ip.isV4(); });
+  const IpAddress every_address = has_ipv6 ? *IpAddress::parse("::") : IpAddress{};
   for (size_t i = 0; i < config.listeners.size(); ++i) {
     const config::Listener& l = config.listeners[i];
     const std::string field = "listeners[" + std::to_string(i) + "]";
@@ -113,6 +135,12 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     if (!ip) {
       return makeError(Error::Code::kInvalidArgument,
                        field + ".address: invalid address \"" + l.address + "\"");
+    }
+    const auto bind_ip = l.bind_address.empty() ? std::optional<IpAddress>()
+                                                : IpAddress::parse(l.bind_address);
+    if (!l.bind_address.empty() && !bind_ip) {
+      return makeError(Error::Code::kInvalidArgument,
+                       field + ".bind_address: invalid address \"" + l.bind_address + "\"");
     }
     ListenerSpec spec;
     spec.id = idFor(l.name);
@@ -125,7 +153,29 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
       if (!tls) return tls.error();
       spec.tls = std::move(*tls);
     }
-    spec.address = TransportAddress{*ip, static_cast<uint16_t>(l.port)};
+    // A loopback relay address is unreachable from anywhere else, so such a listener stays on
+    // loopback (the local default and the tests never listen beyond it).
+    const IpAddress bound = bind_ip ? *bind_ip : ip->isLoopback() ? *ip : every_address;
+    spec.bind = TransportAddress{bound, static_cast<uint16_t>(l.port)};
+    spec.relay_ip = *ip;
+    spec.relay_ip_local =
+        ip->isUnspecified() || ip->isLoopback() ||
+        std::any_of(dataplane->interfaces.entries().begin(),
+                    dataplane->interfaces.entries().end(),
+                    [&](const net::InterfaceAddresses::Entry& e) { return e.ip == *ip; });
+    for (size_t j = 0; j < dataplane->listeners.size(); ++j) {
+      const ListenerSpec& other = dataplane->listeners[j];
+      if (other.protocol == spec.protocol && other.bind.port == spec.bind.port &&
+          overlaps(other.bind.ip, spec.bind.ip)) {
+        return makeError(Error::Code::kInvalidArgument,
+                         field + ".port: " + std::to_string(l.port) +
+                             (spec.protocol == TransportProtocol::kUdp ? "/udp" : "/tcp") +
+                             " is also listeners[" + std::to_string(j) +
+                             "]'s, on overlapping addresses (" + other.bind.ip.toString() +
+                             ", " + spec.bind.ip.toString() +
+                             "): give each its own bind_address or port");
+      }
+    }
     spec.min_relay_port = static_cast<uint16_t>(l.min_relay_port);
     spec.max_relay_port = static_cast<uint16_t>(l.max_relay_port);
 
@@ -163,19 +213,20 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     turn_config->listeners.push_back(std::move(policy));
     dataplane->listeners.push_back(spec);
   }
-  dataplane->interfaces = interfaces_();
   // No listener may relay to any listener of this server (a TURN-in-TURN loop). A wildcard
   // listener listens on every interface address, so each of those is its address too ("::"
   // serves both families). Restricted ones (loopback, the link-local address of every veth)
   // are left out: the wildcard entry already refuses them on its port, and the list is scanned
   // for peers that port-restricted endpoints admit, per packet.
+  // A relay address of a 1:1 NAT leads back to the listener too (hairpin).
   std::vector<TransportAddress> own;
   for (const ListenerSpec& spec : dataplane->listeners) {
-    own.push_back(spec.address);
-    if (!spec.address.ip.isUnspecified()) continue;
+    own.push_back(spec.bind);
+    if (!spec.relay_ip_local) own.push_back(TransportAddress{spec.relay_ip, spec.bind.port});
+    if (!spec.bind.ip.isUnspecified()) continue;
     for (const net::InterfaceAddresses::Entry& e : dataplane->interfaces.entries()) {
-      if ((spec.address.ip.isV4() && !e.ip.isV4()) || turn::restrictedRangeOf(e.ip)) continue;
-      own.push_back(TransportAddress{e.ip, spec.address.port});
+      if ((spec.bind.ip.isV4() && !e.ip.isV4()) || turn::restrictedRangeOf(e.ip)) continue;
+      own.push_back(TransportAddress{e.ip, spec.bind.port});
     }
   }
   std::sort(own.begin(), own.end());

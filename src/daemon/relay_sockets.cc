@@ -82,10 +82,19 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
       if (l.id == request.listener) listener = &l;
     }
   }
-  // Relay on the listener's own address; a wildcard listener relays on the address the client
-  // reached, so the relayed address is one the client can route to.
-  IpAddress ip = listener != nullptr ? listener->address.ip : request.five_tuple.server.ip;
-  if (ip.isUnspecified()) ip = request.five_tuple.server.ip;
+  // Relay on the listener's relay address when it is the host's; otherwise (none configured,
+  // or a 1:1 NAT's public address, named in XOR-RELAYED-ADDRESS) on the address the client
+  // reached, so that the relay is one the client can route to.
+  IpAddress ip = request.five_tuple.server.ip;
+  std::optional<IpAddress> public_ip;
+  if (listener != nullptr && !listener->relay_ip.isUnspecified()) {
+    if (listener->relay_ip_local) {
+      ip = listener->relay_ip;
+    } else {
+      public_ip = listener->relay_ip;
+    }
+  }
+  if (public_ip && public_ip->family() != request.family) public_ip.reset();
   if (ip.family() != request.family) {
     // REQUESTED-ADDRESS-FAMILY of the other family: an address of that family on the same
     // interface (IPv4 127.0.0.1 for a listener on ::1, say).
@@ -96,7 +105,11 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
     }
     ip = *other;
   }
-  if (request.protocol == TransportProtocol::kTcp) return openTcp(request.allocation, listener, ip);
+  if (request.protocol == TransportProtocol::kTcp) {
+    auto grant = openTcp(request.allocation, listener, ip);
+    if (grant) grant->relayed_public_ip = public_ip;
+    return grant;
+  }
 
   const int64_t now = unixNow();
   net::UdpSocket socket;
@@ -119,6 +132,7 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
   if (slots_.size() <= id.index) slots_.resize(id.index + 1);
   turn::RelayGrant grant;
   grant.relayed = socket.localAddress();
+  grant.relayed_public_ip = public_ip;
   grant.reservation_token = token;
   slots_[id.index] = Slot{id, std::move(socket), {}, {}, {}};
   ++open_;

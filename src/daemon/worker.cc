@@ -105,10 +105,10 @@ Worker::~Worker() {
 Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int socket_buffer,
                                                    bool gro) {
   if (spec.protocol == TransportProtocol::kTcp) {
-    auto listening = net::listenTcp(spec.address, {.reuse_port = true});
+    auto listening = net::listenTcp(spec.bind, {.reuse_port = true});
     if (!listening) {
       return makeError(listening.error().code, "listener " + spec.name + " on " +
-                                                   spec.address.toString() +
+                                                   spec.bind.toString() +
                                                    "/tcp: " + listening.error().message);
     }
     return BoundListener{spec, net::UdpSocket(), net::UdpSocket(), std::move(*listening)};
@@ -127,13 +127,13 @@ Result<Worker::BoundListener> Worker::bindListener(const ListenerSpec& spec, int
     }
     return socket;
   };
-  auto socket = bind(spec.address);
+  auto socket = bind(spec.bind);
   if (!socket) return socket.error();
   BoundListener bound{spec, std::move(*socket), net::UdpSocket(), net::FileDescriptor()};
   // "::" is dual stack: an IPv6-only socket and an IPv4 one on the same port, rather than one
   // dual-stack socket whose IPv4 clients would need IPv4-mapped addresses on every send.
-  if (!spec.address.ip.isV4() && spec.address.ip.isUnspecified()) {
-    auto v4 = bind(TransportAddress{IpAddress{}, spec.address.port});
+  if (!spec.bind.ip.isV4() && spec.bind.ip.isUnspecified()) {
+    auto v4 = bind(TransportAddress{IpAddress{}, spec.bind.port});
     if (!v4) return v4.error();
     bound.socket_v4 = std::move(*v4);
   }
@@ -204,14 +204,14 @@ void Worker::addListener(BoundListener bound, const ConnectionLimits& limits) {
       onDetached(id, std::move(c));
     };
     auto listener = std::make_unique<Listener>(
-        Listener{id, bound.spec.address, net::UdpSocket(), net::UdpSocket(), nullptr, nullptr});
+        Listener{id, bound.spec.bind, net::UdpSocket(), net::UdpSocket(), nullptr, nullptr});
     listener->stream = std::make_unique<StreamListener>(
         loop_, id, std::move(bound.tcp), streamLimits(limits), callbacks, bound.spec.tls);
     listeners_.push_back(std::move(listener));
     return;
   }
   auto listener = std::make_unique<Listener>(
-      Listener{bound.spec.id, bound.spec.address, std::move(bound.socket),
+      Listener{bound.spec.id, bound.spec.bind, std::move(bound.socket),
                std::move(bound.socket_v4), nullptr, nullptr});
   if (bound.spec.tls) {
     DtlsListener::Callbacks callbacks;

@@ -65,7 +65,10 @@ struct Allocation {
   ListenerId listener = 0;
   // REQUESTED-TRANSPORT: UDP (RFC 8656) or TCP (RFC 6062, over TCP/TLS client connections).
   TransportProtocol relay_protocol = TransportProtocol::kUdp;
-  TransportAddress relayed;
+  TransportAddress relayed;  // the relay socket's own address
+  // The IP XOR-RELAYED-ADDRESS names instead of relayed.ip: a listener address that is not the
+  // host's (a 1:1 NAT's public address), which peers reach the relay socket through.
+  std::optional<IpAddress> relayed_public_ip;
   // The IPv6 relay of a dual allocation (ADDITIONAL-ADDRESS-FAMILY, RFC 8656 §7.2); `relayed`
   // is then the IPv4 one.
   std::optional<TransportAddress> relayed_additional;

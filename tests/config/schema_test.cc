@@ -295,6 +295,7 @@ StunnerConfig fullyPopulatedConfig() {
                      .public_port = 443,
                      .address = "127.0.0.1",
                      .port = 3479,
+                     .bind_address = "127.0.0.1",
                      .min_relay_port = 40000,
                      .max_relay_port = 40100,
                      .cert = "Y2VydGlmaWNhdGU=",
@@ -347,10 +348,11 @@ TEST(ConfigSchema, TheFullyPopulatedConfigSetsEveryMember) {
   }
   const auto& [type, realm, credentials] = auth;
   EXPECT_TRUE(isSet(type) && isSet(realm) && isSet(credentials));
-  const auto& [listener_name, protocol, public_address, public_port, address, port, min_relay_port,
-               max_relay_port, cert, key, routes] = listeners[0];
+  const auto& [listener_name, protocol, public_address, public_port, address, port, bind_address,
+               min_relay_port, max_relay_port, cert, key, routes] = listeners[0];
   EXPECT_TRUE(isSet(listener_name) && isSet(protocol) && isSet(public_address) &&
-              isSet(public_port) && isSet(address) && isSet(port) && isSet(min_relay_port) &&
+              isSet(public_port) && isSet(address) && isSet(port) && isSet(bind_address) &&
+              isSet(min_relay_port) &&
               isSet(max_relay_port) && isSet(cert) && isSet(key) && isSet(routes));
   const auto& [cluster_name, cluster_type, cluster_protocol, endpoints] = clusters[0];
   EXPECT_TRUE(isSet(cluster_name) && isSet(cluster_type) && isSet(cluster_protocol) &&

@@ -45,10 +45,10 @@ TEST(DataplaneBuilder, TranslatesAuthListenersAndRoutes) {
   const ListenerSpec& l = (*dp)->listeners[0];
   EXPECT_EQ(l.name, "udp");
   EXPECT_EQ(l.protocol, TransportProtocol::kUdp);
-  EXPECT_EQ(l.address.toString(), "127.0.0.1:3478");
+  EXPECT_EQ(l.bind.toString(), "127.0.0.1:3478");
   const ListenerSpec& tcp = (*dp)->listeners[1];
   EXPECT_EQ(tcp.protocol, TransportProtocol::kTcp);
-  EXPECT_EQ(tcp.address, l.address) << "UDP and TCP share the port number";
+  EXPECT_EQ(tcp.bind, l.bind) << "UDP and TCP share the port number";
   EXPECT_EQ(tcp.tls, nullptr);
 
   const turn::ListenerPolicy* policy = t.listener(l.id);
@@ -100,7 +100,7 @@ TEST(DataplaneBuilder, NoListenerRelaysToAnyListenerOfThisServer) {
 version: v1
 auth: {type: static, credentials: {username: u, password: p}}
 listeners:
-  - {name: any4, protocol: TURN-UDP, address: 0.0.0.0, port: 3478, routes: [all, test-peer]}
+  - {name: any4, protocol: TURN-UDP, bind_address: 0.0.0.0, port: 3478, routes: [all, test-peer]}
   - {name: any6, protocol: TURN-UDP, address: "::", port: 3479, routes: [all]}
   - {name: local, protocol: TURN-TCP, address: 127.0.0.1, port: 5000, routes: [all]}
 clusters:
@@ -132,6 +132,89 @@ clusters:
   EXPECT_TRUE(allows("10.1.2.3:40000"));
   EXPECT_TRUE(allows("10.1.2.4:3478"));
   EXPECT_TRUE(allows("[fd00::6]:3479"));
+}
+
+TEST(DataplaneBuilder, ListenersBindEveryAddressAndRelayOnTheirAddress) {
+  DataplaneBuilder builder;
+  const auto interfaces = [] {
+    return net::InterfaceAddresses({{"lo", *IpAddress::parse("127.0.0.1")},
+                                    {"lo", *IpAddress::parse("::1")},
+                                    {"eth0", *IpAddress::parse("10.1.2.3")}});
+  };
+  builder.setInterfaceSource(interfaces);
+  const auto config = parse(R"(
+version: v1
+auth: {type: static, credentials: {username: u, password: p}}
+listeners:
+  - {name: pod, address: 10.1.2.3, port: 3478, routes: [all]}
+  - {name: nat, address: 198.51.100.7, port: 3479, routes: [all]}
+  - {name: loop, address: 127.0.0.1, port: 3480, routes: [all]}
+  - {name: pinned, address: 198.51.100.7, bind_address: 10.1.2.3, port: 3481, routes: [all]}
+  - {name: default, port: 3482, routes: [all]}
+clusters:
+  - {name: all, type: STATIC, endpoints: ["0.0.0.0/0"]}
+)");
+  auto dp = builder.build(config, {});
+  ASSERT_TRUE(dp) << dp.error().message;
+  const auto& l = (*dp)->listeners;
+  ASSERT_EQ(l.size(), 5u);
+  EXPECT_EQ(l[0].bind.toString(), "[::]:3478") << "every address, both families";
+  EXPECT_EQ(l[0].relay_ip, *IpAddress::parse("10.1.2.3"));
+  EXPECT_TRUE(l[0].relay_ip_local);
+  EXPECT_EQ(l[1].bind.toString(), "[::]:3479");
+  EXPECT_FALSE(l[1].relay_ip_local) << "198.51.100.7 is on no interface";
+  EXPECT_EQ(l[2].bind.toString(), "127.0.0.1:3480");
+  EXPECT_EQ(l[3].bind.toString(), "10.1.2.3:3481");
+  EXPECT_EQ(l[3].relay_ip, *IpAddress::parse("198.51.100.7"));
+  EXPECT_EQ(l[4].bind.toString(), "[::]:3482");
+  EXPECT_TRUE(l[4].relay_ip.isUnspecified()) << "the address the client reached";
+
+  // Relaying to the NAT's public address on a listener port would come back in (hairpin).
+  const turn::ListenerPolicy* policy = (*dp)->turn->listener(l[0].id);
+  ASSERT_NE(policy, nullptr);
+  EXPECT_FALSE(policy->allows(*TransportAddress::parse("198.51.100.7:3479")));
+  EXPECT_TRUE(policy->allows(*TransportAddress::parse("198.51.100.7:40000")));
+
+  // Without IPv6 on the host, "every address" is 0.0.0.0.
+  DataplaneBuilder v4_only;
+  v4_only.setInterfaceSource([] {
+    return net::InterfaceAddresses({{"lo", *IpAddress::parse("127.0.0.1")},
+                                    {"eth0", *IpAddress::parse("10.1.2.3")}});
+  });
+  auto dp4 = v4_only.build(config, {});
+  ASSERT_TRUE(dp4) << dp4.error().message;
+  EXPECT_EQ((*dp4)->listeners[0].bind.toString(), "0.0.0.0:3478");
+}
+
+TEST(DataplaneBuilder, ListenersOfOneTransportAndPortMustNotOverlap) {
+  const auto build = [](const std::string& listeners) {
+    DataplaneBuilder builder;
+    builder.setInterfaceSource([] {
+      return net::InterfaceAddresses({{"lo", *IpAddress::parse("127.0.0.1")},
+                                      {"lo", *IpAddress::parse("::1")}});
+    });
+    auto dp = builder.build(parse("version: v1\nauth: {type: none}\nlisteners:\n" + listeners), {});
+    return dp ? std::string() : dp.error().message;
+  };
+  // Both bind every address: they would take each other's clients.
+  EXPECT_EQ(build("  - {name: a, address: 10.0.0.1, port: 3478}\n"
+                  "  - {name: b, address: 10.0.0.2, port: 3478}\n"),
+            "listeners[1].port: 3478/udp is also listeners[0]'s, on overlapping addresses (::, "
+            "::): give each its own bind_address or port");
+  EXPECT_NE(build("  - {name: a, bind_address: 0.0.0.0, port: 3478}\n"
+                  "  - {name: b, bind_address: 127.0.0.2, port: 3478}\n"),
+            "")
+      << "0.0.0.0 covers 127.0.0.2";
+  // Another transport, other addresses, another family: no overlap.
+  EXPECT_EQ(build("  - {name: a, address: 10.0.0.1, port: 3478}\n"
+                  "  - {name: b, address: 10.0.0.1, protocol: TURN-TCP, port: 3478}\n"),
+            "");
+  EXPECT_EQ(build("  - {name: a, address: 127.0.0.1, port: 3478}\n"
+                  "  - {name: b, address: 127.0.0.2, port: 3478}\n"),
+            "");
+  EXPECT_EQ(build("  - {name: a, bind_address: 0.0.0.0, port: 3478}\n"
+                  "  - {name: b, bind_address: \"::1\", port: 3478}\n"),
+            "");
 }
 
 std::string tlsConfig(const config::PemPair& pem) {
@@ -185,8 +268,11 @@ listeners: [{name: l, protocol: UDP, port: 3478}]
   EXPECT_EQ((*s)->turn->auth_mode, turn::AuthMode::kStatic);
   EXPECT_EQ((*s)->turn->static_username, "u");
   EXPECT_EQ((*s)->turn->static_password, "p");
-  EXPECT_EQ((*s)->listeners[0].address.toString(), "0.0.0.0:3478");  // STUNner's default address
-  EXPECT_TRUE((*s)->turn->listeners[0].peers.empty());               // no routes: no peers
+  // STUNner's default address: every address, relaying on the one the client reached.
+  EXPECT_TRUE((*s)->listeners[0].bind.ip.isUnspecified());
+  EXPECT_EQ((*s)->listeners[0].bind.port, 3478);
+  EXPECT_TRUE((*s)->listeners[0].relay_ip.isUnspecified());
+  EXPECT_TRUE((*s)->turn->listeners[0].peers.empty());  // no routes: no peers
 
   auto n = builder.build(parse("version: v1\nauth: {type: none}\n"), {});
   ASSERT_TRUE(n);

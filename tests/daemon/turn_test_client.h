@@ -48,6 +48,34 @@ inline uint16_t freeTcpPort() {
   return 0;
 }
 
+// A UDP peer on loopback: what it received and from where.
+struct UdpPeer {
+  explicit UdpPeer(const char* ip)
+      : socket(net::UdpSocket::bind({*IpAddress::parse(ip), 0}, {}).value()) {}
+  TransportAddress address() const { return socket.localAddress(); }
+
+  std::optional<std::pair<TransportAddress, std::string>> receive(
+      std::chrono::milliseconds timeout) {
+    pollfd p{socket.fd(), POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return std::nullopt;
+    char in[2048];
+    sockaddr_storage from;
+    socklen_t from_len = sizeof from;
+    const ssize_t got =
+        ::recvfrom(socket.fd(), in, sizeof in, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+    if (got < 0) return std::nullopt;
+    return std::pair{net::fromSockaddr(reinterpret_cast<const sockaddr*>(&from)),
+                     std::string(in, static_cast<size_t>(got))};
+  }
+  void sendTo(const TransportAddress& to, std::string_view data) {
+    sockaddr_storage ss;
+    const socklen_t len = net::toSockaddr(to, ss);
+    ::sendto(socket.fd(), data.data(), data.size(), 0, reinterpret_cast<sockaddr*>(&ss), len);
+  }
+
+  net::UdpSocket socket;
+};
+
 class TurnTestClient {
  public:
   // Outcome of a request: a response class and error code, or no answer in time.

@@ -19,8 +19,11 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
   }
 }
 
-bool isWildcard(std::string_view host) {
-  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]";
+// A host no client can use: unset, a wildcard, or an environment reference only the dataplane
+// pod expands (the operator's `$STUNNER_ADDR`).
+bool unusableHost(std::string_view host) {
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" ||
+         host.front() == '$';
 }
 
 bool selected(const IceQuery& q, const ListenerId& id) {
@@ -87,7 +90,9 @@ std::vector<std::string> listenerUris(const config::StunnerConfig& config, const
     if (!selected(query, listenerId(config, l))) continue;
     std::string host = query.public_addr.value_or("");
     if (host.empty()) host = !l.public_address.empty() ? l.public_address : l.address;
-    if (isWildcard(host)) continue;
+    // STUNner's auth service names 0.0.0.0 then: the client gets a URI per listener as from
+    // STUNner (and a signalling server may put its own host in with public-addr).
+    if (unusableHost(host)) host = "0.0.0.0";
     const int port = l.public_port != 0 ? l.public_port : l.port;
     std::string uri = config::formatTurnUri(l.protocolType(), host, port);
     if (!uri.empty()) uris.push_back(std::move(uri));

@@ -4,6 +4,9 @@
 //   kturn-auth -c http://stunner-cds:13478                       every gateway's config over CDS
 //   kturn-auth -c http://stunner-cds:13478 --id ns/gateway        one gateway's config over CDS
 //   kturn-auth -c FILE --port 8088 --token-file /var/run/token    bearer-token protected
+//   kturn-auth [--cds-server-namespace stunner-system]              in a cluster, as
+//       stunner-auth-service: the discovery server found through the Kubernetes API (the pod
+//       labelled stunner.l7mp.io/config-discovery-service=enabled), or --cds-server-address
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -17,6 +20,7 @@
 #include "auth/token_file.h"
 #include "common/log.h"
 #include "common/signals.h"
+#include "k8s/discovery_flags.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kturn-auth: TURN credential and ICE server service, STUNner-compatible"};
@@ -25,12 +29,14 @@ int main(int argc, char** argv) {
   std::string address = "0.0.0.0";
   uint16_t port = 8088;
   std::string token_file;
-  std::string log_spec = "all:INFO";
+  std::string log_spec;
   std::string log_format = "text";
+  bool verbose = false;
+  kturn::k8s::DiscoveryFlags discovery;
   app.add_option("-c,--config", origin,
-                 "config origin: file://PATH (or a path), or a config discovery server "
-                 "(http://, ws://, https://, wss://)")
-      ->required();
+                 "config origin: file://PATH (or a path), a config discovery server (http://, "
+                 "ws://, https://, wss://), or k8s; default k8s: find the discovery server "
+                 "through the Kubernetes API, as stunner-auth-service does");
   app.add_option("-i,--id", id,
                  "with a config discovery server: follow only this gateway, <namespace>/<name> "
                  "(default: every gateway the server holds)");
@@ -38,15 +44,30 @@ int main(int argc, char** argv) {
   app.add_option("-p,--port", port, "port to listen on");
   app.add_option("--token-file", token_file,
                  "file holding a bearer token every request must carry (Authorization: Bearer)");
-  app.add_option("-l,--log", log_spec, "log levels, e.g. all:INFO");
+  app.add_option("-l,--log", log_spec, "log levels, e.g. all:INFO (default)");
+  app.add_flag("-v,--verbose", verbose, "log at all:DEBUG unless -l is given");
+  kturn::k8s::addDiscoveryOptions(app, discovery, "Kubernetes (without -c, or -c k8s)");
   app.add_option("--log-format", log_format, "log line format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   CLI11_PARSE(app, argc, argv);
 
   kturn::log::setup(*kturn::log::parseFormat(log_format));
+  if (log_spec.empty()) log_spec = verbose ? "all:DEBUG" : "all:INFO";
   if (auto ok = kturn::log::configure(log_spec); !ok) {
     std::fprintf(stderr, "kturn-auth: -l: %s\n", ok.error().message.c_str());
     return 2;
+  }
+  if (const auto ignored = kturn::k8s::ignoredDiscoveryFlags(app); !ignored.empty()) {
+    spdlog::info("Kubernetes client flags accepted and ignored: {}", fmt::join(ignored, " "));
+  }
+  if (origin.empty() || origin == "k8s") {
+    auto found = kturn::k8s::discoverConfigDiscoveryServer(discovery);
+    if (!found) {
+      spdlog::critical("config discovery server: {}", found.error().message);
+      return 1;
+    }
+    spdlog::info("config discovery server {}", *found);
+    origin = *found;
   }
   // Threads started below inherit this mask; the main thread takes the signals with sigwait().
   sigset_t set = kturn::signals::blockTermination();

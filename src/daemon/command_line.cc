@@ -1,28 +1,10 @@
 #include "daemon/command_line.h"
 
 #include <CLI/CLI.hpp>
-#include <cstdlib>
 
 #include "daemon/daemon.h"
 
 namespace kturn::daemon {
-
-namespace {
-
-std::string env(const char* name) {
-  const char* value = std::getenv(name);
-  return value == nullptr ? std::string() : std::string(value);
-}
-
-// stunnerd's flags that kturnd takes and does nothing with; each value is only stored to be
-// parsed. Long names, as ignoredFlags() reports them.
-constexpr const char* kIgnoredWithValue[] = {
-    "--namespace", "--user",     "--cluster",  "--as",        "--as-group",
-    "--as-uid",    "--username", "--password", "--cache-dir", "--request-timeout",
-};
-constexpr const char* kIgnoredFlags[] = {"--dry-run", "--disable-compression"};
-
-}  // namespace
 
 std::string CommandLine::initialLogSpec() const {
   if (!log_spec.empty()) return log_spec;
@@ -72,65 +54,14 @@ void addOptions(CLI::App& app, CommandLine& line) {
                "session records carry a keyed hash of the username, not the name");
   app.add_flag("-d,--dry-run", line.dry_run, "stunnerd's test flag: accepted, ignored");
 
-  // -c k8s: where the config discovery server is (stunnerd's flags and environment).
-  line.cds_server_address = env("CDS_SERVER_ADDR");
-  line.cds_server_namespace = env("CDS_SERVER_NAMESPACE");
-  // A value that is not a port keeps the default, as stunnerd does.
-  if (const int port = std::atoi(env("CDS_SERVER_PORT").c_str()); port > 0 && port <= 65535) {
-    line.cds_server_port = port;
-  }
-  const char* k8s = "Kubernetes (for -c k8s)";
-  app.add_option("--cds-server-address", line.cds_server_address,
-                 "-c k8s: the config discovery server's address, no lookup ($CDS_SERVER_ADDR)")
-      ->group(k8s);
-  app.add_option("--cds-server-namespace", line.cds_server_namespace,
-                 "-c k8s: the namespace to look for the discovery server in (default: all; "
-                 "$CDS_SERVER_NAMESPACE)")
-      ->group(k8s);
-  app.add_option("--cds-server-port", line.cds_server_port,
-                 "-c k8s: the discovery server's port ($CDS_SERVER_PORT)")
-      ->check(CLI::Range(1, 65535))
-      ->group(k8s);
-  app.add_option("--kubeconfig", line.kube.kubeconfig, "kubeconfig file (default: in-cluster)")
-      ->group(k8s);
-  app.add_option("--context", line.kube.context, "kubeconfig context")->group(k8s);
-  app.add_option("-s,--server", line.kube.server, "the API server's URL")->group(k8s);
-  app.add_option("--token", line.kube.token, "bearer token for the API server")->group(k8s);
-  app.add_option("--certificate-authority", line.kube.certificateAuthority, "CA file")->group(k8s);
-  app.add_option("--client-certificate", line.kube.clientCertificate, "client certificate file")
-      ->group(k8s);
-  app.add_option("--client-key", line.kube.clientKey, "client key file")->group(k8s);
-  app.add_option("--tls-server-name", line.kube.tlsServerName, "server name to verify")->group(k8s);
-  app.add_flag("--insecure-skip-tls-verify", line.kube.insecureSkipTlsVerify,
-               "do not verify the API server's certificate")
-      ->group(k8s);
-  for (const char* name : kIgnoredWithValue) {
-    const std::string flags = std::string(name) == "--namespace" ? "-n,--namespace" : name;
-    app.add_option(flags)
-        ->description("stunnerd's Kubernetes client flag: accepted, ignored")
-        ->group(k8s);
-  }
-  app.add_flag(std::string(kIgnoredFlags[1]))
-      ->description("stunnerd's Kubernetes client flag: accepted, ignored")
-      ->group(k8s);
+  k8s::addDiscoveryOptions(app, line.discovery, "Kubernetes (for -c k8s)");
 }
 
 std::vector<std::string> ignoredFlags(const CLI::App& app) {
   std::vector<std::string> out;
-  for (const char* name : kIgnoredFlags) {
-    if (app.count(name) > 0) out.emplace_back(name);
-  }
-  for (const char* name : kIgnoredWithValue) {
-    if (app.count(name) > 0) out.emplace_back(name);
-  }
+  if (app.count("--dry-run") > 0) out.emplace_back("--dry-run");
+  for (std::string& flag : k8s::ignoredDiscoveryFlags(app)) out.push_back(std::move(flag));
   return out;
-}
-
-std::string explicitCdsOrigin(const CommandLine& line) {
-  if (line.cds_server_address.empty()) return "";
-  const bool v6 = line.cds_server_address.find(':') != std::string::npos;
-  const std::string host = v6 ? "[" + line.cds_server_address + "]" : line.cds_server_address;
-  return "http://" + host + ":" + std::to_string(line.cds_server_port);
 }
 
 }  // namespace kturn::daemon

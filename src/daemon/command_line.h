@@ -3,7 +3,7 @@
 // --udp-thread-num=16`, `-c k8s`) runs kturnd unchanged after the image swap.
 //
 // stunnerd's flags, as kturnd reads them:
-//   -c, --config ORIGIN     the same; "k8s" finds the config discovery server (see k8sOrigin)
+//   -c, --config ORIGIN     the same; "k8s" finds the config discovery server (k8s/discovery_flags.h)
 //   -l, --log, --log-format, -i, --id, -w, --watch, --force-ready-status   the same
 //   -u, --udp-thread-num N  worker threads (kturnd's model: one SO_REUSEPORT socket per worker)
 //   -v, --verbose           -l all:DEBUG, unless -l is given
@@ -19,25 +19,13 @@
 #include <vector>
 
 #include "daemon/session_log.h"
+#include "k8s/discovery_flags.h"
 
 namespace CLI {
 class App;
 }
 
 namespace kturn::daemon {
-
-// The Kubernetes client flags stunnerd takes (k8s.io/cli-runtime ConfigFlags).
-struct KubeFlags {
-  std::string kubeconfig{};
-  std::string context{};
-  std::string server{};
-  std::string token{};
-  std::string certificateAuthority{};
-  std::string clientCertificate{};
-  std::string clientKey{};
-  std::string tlsServerName{};
-  bool insecureSkipTlsVerify = false;
-};
 
 struct CommandLine {
   std::string origin{};
@@ -55,12 +43,8 @@ struct CommandLine {
   bool verbose = false;
   bool dry_run = false;
   SessionLogOptions session_log{};
-  // -c k8s: stunnerd's CDS server discovery flags (defaults from CDS_SERVER_ADDR,
-  // CDS_SERVER_NAMESPACE and CDS_SERVER_PORT, as in stunnerd).
-  std::string cds_server_address{};
-  std::string cds_server_namespace{};
-  int cds_server_port = 13478;
-  KubeFlags kube{};
+  // -c k8s: stunnerd's CDS server discovery and Kubernetes client flags.
+  k8s::DiscoveryFlags discovery{};
 
   // The log levels to start with: -l, else all:DEBUG with -v, else all:INFO.
   std::string initialLogSpec() const;
@@ -72,9 +56,5 @@ void addOptions(CLI::App& app, CommandLine& line);
 // After parsing: the stunnerd flags that were given and that kturnd accepts without acting on
 // them, by their long names, for one log line.
 std::vector<std::string> ignoredFlags(const CLI::App& app);
-
-// The origin -c k8s stands for when --cds-server-address is given: http://ADDRESS:PORT. Empty
-// when it is not (then the server is looked up through the Kubernetes API).
-std::string explicitCdsOrigin(const CommandLine& line);
 
 }  // namespace kturn::daemon

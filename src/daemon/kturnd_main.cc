@@ -13,18 +13,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
-#include <utility>
 
 #include "common/log.h"
 #include "common/signals.h"
 #include "daemon/command_line.h"
 #include "daemon/daemon.h"
 #include "daemon/ice_server.h"
-#include "k8s/api_client.h"
-#include "k8s/config_discovery_lookup.h"
-#include "k8s/rest_config.h"
+#include "k8s/discovery_flags.h"
 
 namespace {
 
@@ -57,44 +52,6 @@ void raiseDescriptorLimit() {
   }
 }
 
-// The origin `-c k8s` stands for: --cds-server-address, else the discovery server's pod found
-// through the Kubernetes API with the client flags (a kubeconfig, else in-cluster credentials).
-kturn::Result<std::string> k8sOrigin(const kturn::daemon::CommandLine& line) {
-  if (std::string explicitOrigin = kturn::daemon::explicitCdsOrigin(line);
-      !explicitOrigin.empty()) {
-    return explicitOrigin;
-  }
-  const kturn::daemon::KubeFlags& kube = line.kube;
-  auto config = kube.kubeconfig.empty() ? kturn::k8s::inClusterConfig()
-                                        : kturn::k8s::loadKubeconfig(kube.kubeconfig, kube.context);
-  if (!config) return config.error();
-  if (!kube.server.empty()) {
-    auto server = kturn::k8s::parseServerUrl(kube.server);
-    if (!server) return server.error();
-    config->host = server->host;
-    config->port = server->port;
-    config->tls = server->tls;
-  }
-  if (!kube.token.empty()) {
-    config->token = kube.token;
-    config->tokenFile.clear();  // the flag wins over the in-cluster token file
-  }
-  if (!kube.tlsServerName.empty()) config->tlsServerName = kube.tlsServerName;
-  if (kube.insecureSkipTlsVerify) config->insecureSkipTlsVerify = true;
-  for (auto [path, pem] : {std::pair{&kube.certificateAuthority, &config->caPem},
-                           std::pair{&kube.clientCertificate, &config->clientCertPem},
-                           std::pair{&kube.clientKey, &config->clientKeyPem}}) {
-    if (path->empty()) continue;
-    std::ifstream in(*path);
-    if (!in) return kturn::makeError(kturn::Error::Code::kIo, "cannot read " + *path);
-    pem->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  auto client = kturn::k8s::ApiClient::create(*config);
-  if (!client) return client.error();
-  return kturn::k8s::findConfigDiscoveryServer(**client, line.cds_server_namespace,
-                                               line.cds_server_port);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,7 +76,7 @@ int main(int argc, char** argv) {
   std::string origin = line.origin;
   if (origin.empty() && line.turn_uri.empty()) origin = env("STUNNER_CONFIG_ORIGIN");
   if (origin == "k8s") {
-    auto found = k8sOrigin(line);
+    auto found = kturn::k8s::discoverConfigDiscoveryServer(line.discovery);
     if (!found) {
       spdlog::critical("-c k8s: {}", found.error().message);
       return 1;

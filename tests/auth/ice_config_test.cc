@@ -88,15 +88,21 @@ TEST(ListenerUris, PublicAddrOverridesEveryHost) {
                                 "turns:203.0.113.9:443?transport=tcp"));
 }
 
-TEST(ListenerUris, WildcardWithoutPublicAddressIsSkipped) {
+TEST(ListenerUris, AListenerWithoutAUsableHostNames0000AsStunnerDoes) {
   const auto config = parse(R"(
 version: v1
 auth: {type: static, credentials: {username: u, password: p}}
-listeners: [{name: l, protocol: TURN-UDP, address: 0.0.0.0, port: 3478}]
+listeners:
+  - {name: wildcard, protocol: TURN-UDP, address: 0.0.0.0, port: 3478}
+  - {name: unset, protocol: TURN-TCP, port: 3478}
+  - {name: pod, protocol: TURN-UDP, address: $STUNNER_ADDR, port: 3479}
+  - {name: v6, protocol: TURN-UDP, address: "::", port: 3480}
 )");
-  EXPECT_TRUE(listenerUris(config, {}).empty());
-  EXPECT_THAT(listenerUris(config, {.public_addr = "192.0.2.1"}),
-              ElementsAre("turn:192.0.2.1:3478?transport=udp"));
+  EXPECT_THAT(listenerUris(config, {}),
+              ElementsAre("turn:0.0.0.0:3478?transport=udp", "turn:0.0.0.0:3478?transport=tcp",
+                          "turn:0.0.0.0:3479?transport=udp", "turn:0.0.0.0:3480?transport=udp"));
+  EXPECT_EQ(listenerUris(config, {.public_addr = "192.0.2.1"}).front(),
+            "turn:192.0.2.1:3478?transport=udp");
 }
 
 TEST(ListenerId, StandaloneNamesTakeNamespaceAndGatewayFromAdminName) {

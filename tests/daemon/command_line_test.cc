@@ -83,23 +83,25 @@ TEST(CommandLine, KubernetesAndDiscoveryFlags) {
                     "--disable-compression"});
   ASSERT_EQ(p.error, "");
   EXPECT_EQ(p.line.origin, "k8s");
-  EXPECT_EQ(p.line.kube.kubeconfig, "/k");
-  EXPECT_EQ(p.line.kube.context, "kind");
-  EXPECT_EQ(p.line.kube.server, "https://10.0.0.1:6443");
-  EXPECT_EQ(p.line.kube.token, "t");
-  EXPECT_TRUE(p.line.kube.insecureSkipTlsVerify);
-  EXPECT_EQ(p.line.cds_server_namespace, "stunner-system");
-  EXPECT_EQ(p.line.cds_server_port, 13479);
-  EXPECT_EQ(explicitCdsOrigin(p.line), "");  // looked up through the API
+  EXPECT_EQ(p.line.discovery.kube.kubeconfig, "/k");
+  EXPECT_EQ(p.line.discovery.kube.context, "kind");
+  EXPECT_EQ(p.line.discovery.kube.server, "https://10.0.0.1:6443");
+  EXPECT_EQ(p.line.discovery.kube.token, "t");
+  EXPECT_TRUE(p.line.discovery.kube.insecureSkipTlsVerify);
+  EXPECT_EQ(p.line.discovery.cdsServerNamespace, "stunner-system");
+  EXPECT_EQ(p.line.discovery.cdsServerPort, 13479);
+  EXPECT_EQ(k8s::explicitCdsOrigin(p.line.discovery), "");  // looked up through the API
   EXPECT_EQ(p.ignored, (std::vector<std::string>{"--disable-compression", "--namespace", "--as",
                                                  "--request-timeout"}));
 }
 
 TEST(CommandLine, AnExplicitDiscoveryServerNeedsNoLookup) {
-  EXPECT_EQ(explicitCdsOrigin(parse({"-c", "k8s", "--cds-server-address", "10.1.2.3"}).line),
+  EXPECT_EQ(k8s::explicitCdsOrigin(
+                parse({"-c", "k8s", "--cds-server-address", "10.1.2.3"}).line.discovery),
             "http://10.1.2.3:13478");
-  EXPECT_EQ(explicitCdsOrigin(
-                parse({"--cds-server-address", "fd00::1", "--cds-server-port", "8080"}).line),
+  EXPECT_EQ(k8s::explicitCdsOrigin(
+                parse({"--cds-server-address", "fd00::1", "--cds-server-port", "8080"}).line
+                    .discovery),
             "http://[fd00::1]:8080");
 }
 

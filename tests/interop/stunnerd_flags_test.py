@@ -11,9 +11,13 @@ image swap (migration breaker 3 of issue 23):
      the operator listens on. kturnd, with a kubeconfig of a ServiceAccount that may only view,
      finds that pod through the API, takes its Gateway's config from it and serves the listener.
   3. `-c k8s` with no such pod in the namespace named: exits 1, naming the label it looked for.
+  4. kturn-auth run as stunner-auth-service runs (no -c, the discovery and Kubernetes client
+     flags, -v): it finds the same pod through the API and answers /?service=turn with a
+     credential for the Gateway's listener.
 
   /usr/bin/python3 stunnerd_flags_test.py --server kturnd --kturnd build/kturnd \\
-      --operator build/kturn-operator        (KTURN_CONTROL_PLANE: the control plane's folder)
+      --operator build/kturn-operator --kturn-auth build/kturn-auth
+      (KTURN_CONTROL_PLANE: the control plane's folder)
 """
 
 import argparse
@@ -130,14 +134,38 @@ def body(args: argparse.Namespace, workdir: str) -> None:
             f"-c k8s without a discovery server: exit {rc}, want 1 naming {LABEL}")
     print(f"-c k8s in {empty}: exit 1, {LABEL} named")
 
+    # 4. kturn-auth with stunner-auth-service's command line: no -c.
+    auth_port = h.free_port()
+    auth = h.Proc("kturn-auth", [
+        os.path.abspath(args.kturn_auth), "-v", "--kubeconfig", viewer, "--cds-server-namespace",
+        ns, "--cds-server-port", str(cds_port), "-a", h.LOOPBACK, "-p", str(auth_port)], workdir)
+    h.register_log(auth.log_path)
+    auth.start()
+
+    def credential():
+        try:
+            url = f"http://{h.LOOPBACK}:{auth_port}/?service=turn&username=alice"
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return json.loads(r.read())
+        except (urllib.error.URLError, OSError):
+            return None
+    doc = op.wait_for("kturn-auth answering /?service=turn", credential, procs=[auth, operator])
+    h.check(any(uri.endswith(f":{turn_port}?transport=udp") for uri in doc.get("uris", [])) and
+            doc.get("username") and doc.get("password"),
+            f"kturn-auth's credential {doc}, want one for the Gateway's listener :{turn_port}")
+    found = f"config discovery server http://{h.LOOPBACK}:{cds_port}"
+    h.check(found in auth.output(), f"kturn-auth's log does not say {found!r}")
+    print(f"kturn-auth without -c: found the CDS server through the API, /?service=turn: {doc}")
+
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_server_args(p)
     p.add_argument("--operator", required=True, help="kturn-operator binary")
+    p.add_argument("--kturn-auth", required=True, help="kturn-auth binary")
     args, _ = p.parse_known_args()
-    h.run_test("stunnerd-flags", body, p, overall_timeout=110)
+    h.run_test("stunnerd-flags", body, p, overall_timeout=140)
 
 
 if __name__ == "__main__":

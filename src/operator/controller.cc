@@ -56,8 +56,12 @@ void Controller::setLeading(bool leading) {
 }
 
 ControllerStats Controller::stats() const {
+  const bool synced = cluster_.synced();  // the caches' own locks, not taken under mutex_
   std::lock_guard lock(mutex_);
-  return stats_;
+  ControllerStats stats = stats_;
+  stats.leading = leading_;
+  stats.synced = synced;
+  return stats;
 }
 
 void Controller::markDirty() {
@@ -126,8 +130,12 @@ bool Controller::reconcile() {
   std::lock_guard lock(mutex_);
   ++stats_.reconciles;
   stats_.applied += applied.applied;
+  stats_.deleted += applied.deleted;
   stats_.statusesWritten += statuses.written;
+  stats_.writesFailed += applied.failed + statuses.failed;
   stats_.configsRejected += published.rejected;
+  stats_.gateways = result.gateways.size();
+  stats_.configsServed = published.served;
   return ok;
 }
 

@@ -38,10 +38,19 @@ struct ControllerOptions {
 };
 
 struct ControllerStats {
+  // Counters, since start.
   uint64_t reconciles = 0;
   uint64_t applied = 0;
+  uint64_t deleted = 0;
   uint64_t statusesWritten = 0;
+  uint64_t writesFailed = 0;  // applies, deletions and status writes, retried after `retry`
   uint64_t configsRejected = 0;
+  // The last reconcile's.
+  uint64_t gateways = 0;
+  uint64_t configsServed = 0;
+  // Now.
+  bool leading = false;
+  bool synced = false;  // every watched kind listed once: the operator may render
 };
 
 class Controller {

@@ -1,6 +1,7 @@
 #include "operator/deployment_renderer.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "operator/service_renderer.h"
 #include "operator/well_known.h"
@@ -116,6 +117,20 @@ std::string configDiscoveryUrl(const std::string& address) {
   }
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   return "http://" + host + ":" + port;
+}
+
+std::vector<std::string> labelFilterFrom(std::string_view commaSeparated) {
+  std::vector<std::string> keys;
+  while (!commaSeparated.empty()) {
+    const size_t comma = commaSeparated.find(',');
+    std::string_view key = commaSeparated.substr(0, comma);
+    commaSeparated = comma == std::string_view::npos ? std::string_view()
+                                                     : commaSeparated.substr(comma + 1);
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.front()))) key.remove_prefix(1);
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.remove_suffix(1);
+    if (!key.empty()) keys.emplace_back(key);
+  }
+  return keys;
 }
 
 k8s::Dataplane builtinDataplane(const RenderOptions& options) {

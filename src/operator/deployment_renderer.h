@@ -16,6 +16,10 @@
 // With Dataplane spec.dataplaneResource: DaemonSet the same pod template goes into a DaemonSet.
 #pragma once
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "k8s/gateway_api.h"
 #include "k8s/object.h"
 #include "k8s/stunner_api.h"
@@ -29,6 +33,10 @@ k8s::Object renderDeployment(const k8s::Gateway& gateway, const k8s::Dataplane& 
 // The Dataplane used when the cluster has none named "default": what STUNner's Helm chart
 // installs, with the image and command of RenderOptions.
 k8s::Dataplane builtinDataplane(const RenderOptions& options);
+
+// RenderOptions::labelFilter from STUNNER_GATEWAY_OPERATOR_LABEL_FILTER's comma-separated keys,
+// blanks around each trimmed and empty ones dropped, as STUNner's operator reads it.
+std::vector<std::string> labelFilterFrom(std::string_view commaSeparated);
 
 // "http://host:port" for STUNNER_CONFIG_ORIGIN; the port defaults to 13478, IPv6 is bracketed.
 std::string configDiscoveryUrl(const std::string& address);

@@ -11,7 +11,15 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <vector>
 
+#include "admin/admin_server.h"
+#include "admin/http_endpoint.h"
+#include "admin/metrics_handler.h"
+#include "admin/process_metrics.h"
 #include "cds/cds_server.h"
 #include "cli/render_command.h"
 #include "common/log.h"
@@ -20,6 +28,8 @@
 #include "k8s/leader_elector.h"
 #include "k8s/rest_config.h"
 #include "operator/controller.h"
+#include "operator/deployment_renderer.h"
+#include "operator/operator_endpoints.h"
 
 namespace {
 
@@ -83,6 +93,8 @@ int main(int argc, char** argv) {
   std::string referenceGrants = "ignore";
   std::string logSpec = "all:INFO";
   std::string logFormat = "text";
+  std::string metricsAddr = ":8080";
+  std::string probeAddr = ":8081";
 
   app.add_option("--controller-name", options.render.controllerName,
                  "GatewayClass spec.controllerName this operator acts for")
@@ -121,6 +133,12 @@ int main(int argc, char** argv) {
                  "enforce: cross-namespace backends need a ReferenceGrant; ignore: as STUNner")
       ->check(CLI::IsMember({"enforce", "ignore"}))
       ->capture_default_str();
+  app.add_option("--metrics-bind-address", metricsAddr,
+                 "[host]:port of /metrics (the kturn_operator_* and process series); 0: none")
+      ->capture_default_str();
+  app.add_option("--health-probe-bind-address", probeAddr,
+                 "[host]:port of /healthz and /readyz (ready once every kind is listed); 0: none")
+      ->capture_default_str();
   app.add_option("--field-manager", options.fieldManager, "server-side apply field manager")
       ->capture_default_str();
   app.add_option("-l,--log", logSpec, "log levels, e.g. all:INFO,operator:DEBUG")
@@ -136,6 +154,12 @@ int main(int argc, char** argv) {
     render.options = options.render;
     render.referenceGrants = referenceGrants;
     return kturn::cli::runRender(render, std::cout, std::cerr);
+  }
+
+  // STUNner's STUNNER_GATEWAY_OPERATOR_LABEL_FILTER: set, it replaces the Gateway label keys not
+  // copied to the Deployment (comma-separated; set and empty, every label is copied).
+  if (const char* filter = std::getenv("STUNNER_GATEWAY_OPERATOR_LABEL_FILTER")) {
+    options.render.labelFilter = kturn::op::labelFilterFrom(filter);
   }
 
   kturn::log::setup(*kturn::log::parseFormat(logFormat));
@@ -162,6 +186,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kturn-operator: --cds-addr %s: want [host]:port\n", cdsAddr.c_str());
     return 2;
   }
+  // controller-runtime's convention, which STUNner's flags follow: "0" turns an endpoint off.
+  std::optional<kturn::admin::HttpEndpoint> metricsEndpoint, probeEndpoint;
+  for (auto [flag, text, endpoint] :
+       {std::tuple{"--metrics-bind-address", &metricsAddr, &metricsEndpoint},
+        std::tuple{"--health-probe-bind-address", &probeAddr, &probeEndpoint}}) {
+    if (*text == "0") continue;
+    kturn::admin::HttpEndpoint e;
+    if (!parseListenAddress(*text, e.host, e.port)) {
+      std::fprintf(stderr, "kturn-operator: %s %s: want [host]:port or 0\n", flag, text->c_str());
+      return 2;
+    }
+    *endpoint = e;
+  }
   // Threads started below inherit this mask; the main thread takes the signals with sigwait().
   sigset_t set = kturn::signals::blockTermination();
 
@@ -170,10 +207,36 @@ int main(int argc, char** argv) {
     logger->critical("{}", cds.error().message);
     return 1;
   }
+  logger->info("Gateway labels not copied to Deployments: {}",
+               fmt::join(options.render.labelFilter, ","));
   logger->info("kturn-operator: controller {}, API server {}, CDS on {}:{}",
                options.render.controllerName, config->url(), cdsOptions.address, (*cds)->port());
 
   kturn::op::Controller controller(**client, **cds, options);
+  // Started before the controller, so a probe sees 503 until the first lists are in.
+  std::vector<std::unique_ptr<kturn::admin::AdminServer>> endpoints;
+  if (probeEndpoint) {
+    auto& server = endpoints.emplace_back(std::make_unique<kturn::admin::AdminServer>(*probeEndpoint));
+    server->handle("/healthz", kturn::op::healthzHandler());
+    server->handle("/readyz", kturn::op::readyzHandler(controller));
+  }
+  if (metricsEndpoint) {
+    auto& server =
+        endpoints.emplace_back(std::make_unique<kturn::admin::AdminServer>(*metricsEndpoint));
+    kturn::cds::CdsServer& cdsServer = **cds;
+    server->handle("/metrics", kturn::admin::metricsHandler([&controller, &cdsServer] {
+      auto families = kturn::op::operatorMetrics(controller.stats(), cdsServer.watcherCount());
+      for (auto& f : kturn::admin::collectProcessMetrics()) families.push_back(std::move(f));
+      return families;
+    }));
+  }
+  for (auto& server : endpoints) {
+    if (auto started = server->start(); !started) {
+      logger->critical("{}", started.error().message);
+      return 1;
+    }
+    logger->info("kturn-operator: serving http://{}", server->endpoint().hostPort());
+  }
   std::unique_ptr<kturn::k8s::LeaderElector> elector;
   if (leaderElect) {
     if (election.identity.empty()) election.identity = defaultIdentity();
@@ -189,6 +252,7 @@ int main(int argc, char** argv) {
   sigwait(&set, &signalNumber);
   logger->info("kturn-operator: signal {}, stopping", signalNumber);
   if (elector) elector->stop();  // releases the lease first, so a successor takes over at once
+  for (auto& server : endpoints) server->stop();  // their handlers read the controller
   controller.stop();
   (*cds)->stop();
   return 0;

@@ -601,20 +601,25 @@ class RbacTest(unittest.TestCase):
                         self.assertTrue(rule.get("resourceNames"))
 
     def test_only_the_operator_has_rbac_and_a_token(self):
-        # kturn-auth never calls the Kubernetes API (no ApiClient in its sources); kturnd only
-        # for `-c k8s`, which the chart's pods are never given.
-        self.assertNotIn("ApiClient", read("src/auth/kturn_auth_main.cc"))
-        kturnd = read("src/daemon/kturnd_main.cc")
-        self.assertEqual(kturnd.count("ApiClient::create"), 1)
-        self.assertIn("ApiClient::create", function_body("src/daemon/kturnd_main.cc",
-                                                         r"Result<std::string> k8sOrigin\("))
+        # kturnd and kturn-auth call the Kubernetes API only to find the config discovery server
+        # (kturnd -c k8s; kturn-auth without -c, as stunner-auth-service), one function in
+        # src/k8s; the chart gives both an explicit origin, so their pods need no token.
+        discovery = read("src/k8s/discovery_flags.cc")
+        self.assertEqual(discovery.count("ApiClient::create"), 1)
+        self.assertIn("ApiClient::create", function_body(
+            "src/k8s/discovery_flags.cc", r"Result<std::string> discoverConfigDiscoveryServer\("))
+        for path in ("src/daemon/kturnd_main.cc", "src/auth/kturn_auth_main.cc"):
+            self.assertEqual(read(path).count("discoverConfigDiscoveryServer("), 1, path)
         for objects in RENDERS.values():
             dataplane = one(objects, "Dataplane", "default")["spec"]
             self.assertNotIn("k8s", dataplane.get("args", []) + dataplane.get("command", []))
+            auth = component(objects, "Deployment", f"{RELEASE}-auth")["spec"]["template"]
+            origin = [a for a in auth["spec"]["containers"][0]["args"]
+                      if a.startswith("--config=")]
+            self.assertEqual(len(origin), 1)
+            self.assertNotEqual(origin[0], "--config=k8s")
         for folder in ("auth", "daemon", "cds", "admin"):
             for path in glob.glob(os.path.join(REPO, "src", folder, "*")):
-                if path.endswith("kturnd_main.cc"):  # checked above
-                    continue
                 self.assertNotIn("k8s/api_client.h", read(os.path.relpath(path, REPO)), path)
         for case, objects in RENDERS.items():
             with self.subTest(case=case):

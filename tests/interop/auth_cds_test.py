@@ -119,7 +119,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     operator = start("kturn-operator",
                      [os.path.abspath(args.operator), "--kubeconfig", kubeconfig,
                       "--controller-name", scope.controller_name,
-                      "--cds-addr", f"{h.LOOPBACK}:{cds_port}", "-l", "all:DEBUG"])
+                      "--cds-addr", f"{h.LOOPBACK}:{cds_port}", "-l", "all:DEBUG",
+                      *op.NO_OWN_ENDPOINTS])
     procs = [operator]
     scope.apply(manifests(port_a, port_b))
     cds = f"http://{h.LOOPBACK}:{cds_port}"

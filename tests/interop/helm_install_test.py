@@ -91,13 +91,14 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     kubeconfig = scope.service_account_kubeconfig(f"{release}-operator", cluster_role="",
                                                   base="kturn-system", create=False)
     user = scope.service_account_user(f"{release}-operator", base="kturn-system")
-    argv = [a for a in chart_args(scope, release, ns)
-            if not a.startswith(("--cds-addr=", "--log="))]
+    # The listen addresses are the pod's; here each replica gets loopback ports of its own.
+    listen = ("--cds-addr=", "--metrics-bind-address=", "--health-probe-bind-address=")
+    argv = [a for a in chart_args(scope, release, ns) if not a.startswith((*listen, "--log="))]
 
     def start(identity: str) -> h.Proc:
+        ports = [f"{flag}127.0.0.1:{h.free_port()}" for flag in listen]
         p = h.Proc(f"kturn-operator-{identity}",
-                   [os.path.abspath(args.operator), "--kubeconfig", kubeconfig, *argv,
-                    "--cds-addr", f"127.0.0.1:{h.free_port()}",
+                   [os.path.abspath(args.operator), "--kubeconfig", kubeconfig, *argv, *ports,
                     "--leader-election-identity", identity, "-l", "all:DEBUG"], workdir)
         h.register_log(p.log_path)
         return p.start()

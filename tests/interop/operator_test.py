@@ -61,6 +61,9 @@ SEED_FIXED = os.path.join(REPO, "tests", "golden", "seed000", "input")
 SEED_VERBATIM = os.path.join(REPO, "tests", "golden", "seed000-verbatim", "input")
 SECRET = "my-shared-hmac-key"  # seed000's Secret
 GW_NAME = "media-server-gateway"
+# The operator's /metrics and /healthz listen on :8080 and :8081 by default (STUNner's): tests
+# that do not look at them turn them off rather than contend for those ports.
+NO_OWN_ENDPOINTS = ["--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
 
 
 def wait_for(what: str, fn: Callable[[], object], timeout: float = 20.0, procs=()):
@@ -172,12 +175,50 @@ def permission(turn: Tuple[str, int], peer_ip: str):
         return None if r.cls == h.SUCCESS else (err[0] if err else -1)
 
 
+def http_get(port: int, path: str) -> Tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def metric(port: int, name: str) -> float:
+    """The value of an unlabelled series on the operator's /metrics, -1 if absent."""
+    _, text = http_get(port, "/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return -1
+
+
+def check_endpoints(probe_port: int, metrics_port: int, want: dict) -> None:
+    """The operator's own endpoints (STUNner's --health-probe-bind-address and
+    --metrics-bind-address): /healthz and /readyz 200 once synced, the kturn_operator_* series
+    with the values `want` and counters that moved, the process series."""
+    for path in ("/healthz", "/readyz"):
+        status, body = http_get(probe_port, path)
+        h.check(status == 200, f"operator {path}: {status} {body!r}")
+    status, _ = http_get(probe_port, "/metrics")
+    h.check(status == 404, f"/metrics on the probe port: {status}, want 404")
+    # The reconcile that applied the Deployment counts itself when it ends.
+    wait_for(f"operator metrics {want}",
+             lambda: {name: metric(metrics_port, name) for name in want} == want)
+    got = {name: metric(metrics_port, name) for name in want}
+    for name in ("kturn_operator_reconciles_total", "kturn_operator_objects_applied_total",
+                 "kturn_operator_statuses_written_total"):
+        h.check(metric(metrics_port, name) >= 1, f"operator metric {name} did not count")
+    h.check(metric(metrics_port, "process_resident_memory_bytes") > 0,
+            "no process_resident_memory_bytes on the operator's /metrics")
+    print(f"operator /healthz, /readyz 200; /metrics {got}")
+
+
 def body(args: argparse.Namespace, workdir: str) -> None:
     pods = h.PodNetwork().create()
     POD_A, POD_B = pods.pod_ips
     turn_port = h.free_port(pods.gateway_ip)
     turn = (pods.gateway_ip, turn_port)
-    cds_port = h.free_port()
+    cds_port, metrics_port, probe_port = h.free_port(), h.free_port(), h.free_port()
     scope = cp.Scope()
     h.register_cleanup(scope.delete)
     GW_NS = scope.ns("media")
@@ -193,7 +234,11 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                     "--controller-name", scope.controller_name,
                     "--cds-addr", f"127.0.0.1:{cds_port}", "--leader-elect",
                     "--leader-election-namespace", scope.ns("stunner-system"),
-                    "--leader-election-identity", "operator-0", "-l", "all:DEBUG"], workdir)
+                    "--leader-election-identity", "operator-0", "-l", "all:DEBUG",
+                    "--metrics-bind-address", f"127.0.0.1:{metrics_port}",
+                    "--health-probe-bind-address", f"127.0.0.1:{probe_port}"], workdir,
+                   # STUNner's variable replaces the default filter (argocd.argoproj.io/instance)
+                   env=dict(os.environ, STUNNER_GATEWAY_OPERATOR_LABEL_FILTER="team.example/owner"))
         h.register_log(p.log_path)
         p.start()
         h.register_cleanup(p.stop)
@@ -215,6 +260,10 @@ def body(args: argparse.Namespace, workdir: str) -> None:
           f"{c['message']}")
     h.check(c["reason"] == "InvalidParameters" and "GatewayConfig" in c["message"] and
             "not found" in c["message"], f"the condition should name the missing GatewayConfig: {c}")
+    for d in docs:
+        if d["kind"] == "Gateway":
+            d["metadata"].setdefault("labels", {}).update(
+                {"team.example/owner": "a", "argocd.argoproj.io/instance": "x"})
     scope.apply(docs)
 
     # 2. Everything is rendered, applied and reported.
@@ -262,6 +311,14 @@ def body(args: argparse.Namespace, workdir: str) -> None:
             f"Lease: {lease}")
     deployment_applies = applies("deployments")
     h.check(deployment_applies >= 1, "no server-side apply of the Deployment was logged")
+    labels = dep["metadata"].get("labels", {})
+    h.check("team.example/owner" not in labels and labels.get("argocd.argoproj.io/instance") == "x",
+            f"Deployment labels {labels}: STUNNER_GATEWAY_OPERATOR_LABEL_FILTER not applied")
+    print(f"Deployment labels with the filter team.example/owner: {sorted(labels)}")
+    check_endpoints(probe_port, metrics_port, {"kturn_operator_leader": 1,
+                                               "kturn_operator_synced": 1,
+                                               "kturn_operator_gateways": 1,
+                                               "kturn_operator_cds_configs": 1})
 
     # 3. CDS -> kturnd -> relay to pod A.
     cds_url = f"http://127.0.0.1:{cds_port}/api/v1/configs/{GW_NS}/{GW_NAME}"
@@ -286,6 +343,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     procs.append(kturnd)
     wait_for("kturnd answering STUN", lambda: h.stun_binding_probe(turn),
              procs=procs)
+    wait_for("kturnd's CDS watch on the operator's /metrics",
+             lambda: metric(metrics_port, "kturn_operator_cds_watchers") >= 1, procs=procs)
     _, port_a = h.start_udp_echo_peer(workdir, POD_A, netns=pods.ns)
     uclient(workdir, turn, POD_A, port_a, "a")
 

@@ -91,7 +91,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     operator = h.Proc("kturn-operator", [
         os.path.abspath(args.operator), "--kubeconfig",
         scope.service_account_kubeconfig("kturn-operator"), "--controller-name",
-        scope.controller_name, "--cds-addr", f"{h.LOOPBACK}:{cds_port}", "-l", "all:DEBUG"],
+        scope.controller_name, "--cds-addr", f"{h.LOOPBACK}:{cds_port}", "-l", "all:DEBUG",
+        *op.NO_OWN_ENDPOINTS],
         workdir)
     h.register_log(operator.log_path)
     operator.start()

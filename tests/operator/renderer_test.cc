@@ -7,6 +7,7 @@
 #include "config/serializer.h"
 #include "k8s/manifest.h"
 #include "operator/cluster_snapshot.h"
+#include "operator/deployment_renderer.h"
 
 namespace kturn::op {
 namespace {
@@ -235,6 +236,30 @@ TEST(Renderer, DisableManagedDataplaneAnnotationDropsTheDeploymentOnly) {
   EXPECT_TRUE(r.gateways[0].config);
   EXPECT_TRUE(r.gateways[0].service);
   EXPECT_FALSE(r.gateways[0].deployment);
+}
+
+TEST(Renderer, GatewayLabelsReachTheDeploymentExceptTheFilteredKeys) {
+  std::string gw = kGateway;
+  gw.replace(gw.find("namespace: media}"), 17,
+             "namespace: media, labels: {team: a, argocd.argoproj.io/instance: x}}");
+  const auto labels = [&](const RenderOptions& options) {
+    const RenderResult r = renderYaml(kPlatform + gw, options);
+    return r.gateways.at(0).deployment->body()["metadata"]["labels"];
+  };
+  const auto byDefault = labels({});
+  EXPECT_EQ(byDefault["team"], "a");
+  EXPECT_FALSE(byDefault.contains("argocd.argoproj.io/instance")) << "STUNner's default filter";
+  RenderOptions own;
+  own.labelFilter = labelFilterFrom(" team ,,");
+  const auto filtered = labels(own);
+  EXPECT_FALSE(filtered.contains("team"));
+  EXPECT_EQ(filtered["argocd.argoproj.io/instance"], "x") << "the variable replaces the default";
+}
+
+TEST(LabelFilterFrom, CommaSeparatedKeysTrimmedEmptyOnesDropped) {
+  EXPECT_EQ(labelFilterFrom("a, b ,,c"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(labelFilterFrom("").empty()) << "set and empty: every label is copied";
+  EXPECT_TRUE(labelFilterFrom(" , ").empty());
 }
 
 TEST(Renderer, NamedDataplaneMustExistButDefaultIsBuiltIn) {

@@ -13,7 +13,9 @@ namespace kturn::config {
 StunnerConfig makeDefaultConfig(std::string secret) {
   StunnerConfig c{
       .version = std::string(kApiVersion),
-      .admin = {.name = "kturnd"},
+      // Health checks and /status on loopback only: the embedded default is for one machine,
+      // and /status describes the server (docs/security.md). Metrics stay off, as in STUNner.
+      .admin = {.name = "kturnd", .healthcheck_endpoint = "http://127.0.0.1:8086"},
       .auth = {.type = "ephemeral",
                .realm = std::string(kDefaultRealm),
                .credentials = {{"secret", std::move(secret)}}},

@@ -418,7 +418,7 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
   for (const ListenerSpec* l : added) {
     const bool tcp = l->protocol == TransportProtocol::kTcp;
     const std::string relay =
-        l->relay_ip.isUnspecified()
+        l->relay_ip.isUnspecified() || l->relay_ip == l->bind.ip
             ? std::string()
             : ", relay address " + l->relay_ip.toString() +
                   (l->relay_ip_local ? "" : " (not this host's: relays bind the address reached)");

@@ -14,7 +14,7 @@ TEST(MakeDefaultConfig, KturndEmbeddedDefault) {
   EXPECT_EQ(c.version, "v1");
   EXPECT_EQ(c.admin.name, "kturnd");
   EXPECT_EQ(c.admin.loglevel, "all:INFO");
-  EXPECT_EQ(c.admin.healthcheck_endpoint, "http://:8086");
+  EXPECT_EQ(c.admin.healthcheck_endpoint, "http://127.0.0.1:8086") << "loopback, not every address";
   EXPECT_EQ(c.auth.authType(), AuthType::kEphemeral);
   EXPECT_EQ(c.auth.realm, "stunner.l7mp.io");
   EXPECT_EQ(c.auth.secret(), "topsecret");

@@ -20,10 +20,10 @@ build: configure
 run: build
 	$(BUILD_DIR)/kturnd
 
-# The Kubernetes test tools (scripts/build-test-tools.sh): etcd, kube-apiserver,
-# kube-controller-manager, kubectl and Helm built from their pinned Go modules into a cache
-# outside the repository (about 10 minutes the first time, seconds after), linked into the build
-# directory for ctest.
+# The test tools (scripts/build-test-tools.sh): etcd, kube-apiserver, kube-controller-manager,
+# kubectl, Helm, and STUNner's stunnerd and turncat, built from their pinned Go modules into a
+# cache outside the repository (about 12 minutes the first time, seconds after), linked into the
+# build directory for ctest.
 test-tools:
 	@bash scripts/build-test-tools.sh --link $(BUILD_DIR)/test-tools
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the test tools that kturn's Kubernetes tests run: the real control plane (etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler), kubectl, Helm, and the Gateway API
-# CRDs. They are test tools only: never shipped, never vendored, nothing of them is committed.
+# CRDs; and STUNner's stunnerd and turncat, the reference that the interop tests and bench/compare
+# hold kturn against. They are test tools only: never shipped, never vendored, nothing of them is
+# committed.
 #
 #   scripts/build-test-tools.sh [--link DIR]
 #
@@ -19,6 +21,11 @@ KUBERNETES_VERSION=v1.36.3  # tests/tools/kubernetes/go.mod pins the same releas
 ETCD_VERSION=v3.6.8         # the etcd Kubernetes v1.36.3 is tested with; tests/tools/etcd/go.mod
 HELM_VERSION=v4.3.2
 GATEWAY_API_VERSION=v1.6.3
+# STUNner's gateway operator and auth service are not built: the module proxy serves neither
+# github.com/l7mp/stunner-gateway-operator nor github.com/l7mp/stunner-auth-service at any version
+# (v0.20.0, v0.21.0, v1.0.0 to v1.2.3, latest, commit hashes: "403 Forbidden ... This module
+# version is not available"), and GitHub itself is not reachable from the test machines.
+STUNNER_VERSION=v1.2.1  # tests/tools/stunner/go.mod pins the same release
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${KTURN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kturn-test-tools}
@@ -38,8 +45,8 @@ say() { echo "build-test-tools: $*" >&2; }
 # a current one in /usr/local/go; Debian's golang package is too old for these releases).
 need_go() {
   command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
-  command -v go >/dev/null || { say "Go is not installed (needed to build the Kubernetes test" \
-    "tools)"; exit 1; }
+  command -v go >/dev/null || { say "Go is not installed (needed to build the test tools)"
+    exit 1; }
 }
 
 # key NAME VERSION [FILES...]: the cache folder of one tool build.
@@ -94,6 +101,14 @@ build_helm() {
     "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
 }
 
+# Through tests/tools/stunner/go.mod, not `go install`: see the comment there. The version is
+# what stunnerd logs at startup.
+build_stunner() {
+  (cd "$top/tests/tools/stunner" && go build -trimpath \
+    -ldflags "-s -w -X main.version=$STUNNER_VERSION" -o "$OUT/" \
+    github.com/l7mp/stunner/cmd/stunnerd github.com/l7mp/stunner/cmd/turncat)
+}
+
 # The Gateway API CRDs are YAML inside the sigs.k8s.io/gateway-api module: the standard channel,
 # and the experimental one for what kturn serves beyond it (UDPRoute v1alpha2, TCPRoute).
 build_gateway_api() {
@@ -113,10 +128,15 @@ kube_dir=$(key kubernetes "$KUBERNETES_VERSION" "$top"/tests/tools/kubernetes/go
 etcd_dir=$(key etcd "$ETCD_VERSION" "$top"/tests/tools/etcd/go.{mod,sum})
 helm_dir=$(key helm "$HELM_VERSION")
 gwapi_dir=$(key gateway-api "$GATEWAY_API_VERSION")
+stunner_dir=$(key stunner "$STUNNER_VERSION" "$top"/tests/tools/stunner/go.{mod,sum})
 
 built "$etcd_dir" || { say "building etcd $ETCD_VERSION"; build_into "$etcd_dir" build_etcd; }
 built "$helm_dir" || { say "building helm $HELM_VERSION"; build_into "$helm_dir" build_helm; }
 built "$gwapi_dir" || build_into "$gwapi_dir" build_gateway_api
+built "$stunner_dir" || {
+  say "building stunnerd, turncat $STUNNER_VERSION"
+  build_into "$stunner_dir" build_stunner
+}
 built "$kube_dir" || {
   say "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl" \
     "$KUBERNETES_VERSION (cold: about 10 minutes on 2 cores)"
@@ -125,7 +145,7 @@ built "$kube_dir" || {
 
 if [ -n "$link" ]; then
   mkdir -p "$link/bin"
-  for b in "$kube_dir"/bin/* "$etcd_dir/bin/etcd" "$helm_dir/bin/helm"; do
+  for b in "$kube_dir"/bin/* "$etcd_dir/bin/etcd" "$helm_dir/bin/helm" "$stunner_dir"/bin/*; do
     ln -sfn "$b" "$link/bin/$(basename "$b")"
   done
   ln -sfn "$gwapi_dir" "$link/gateway-api"
@@ -134,5 +154,6 @@ if [ -n "$link" ]; then
     echo "ETCD_VERSION=$ETCD_VERSION"
     echo "HELM_VERSION=$HELM_VERSION"
     echo "GATEWAY_API_VERSION=$GATEWAY_API_VERSION"
+    echo "STUNNER_VERSION=$STUNNER_VERSION"
   } >"$link/versions.env"
 fi

@@ -6,7 +6,9 @@
      only (the cluster has no node: the pods stay Pending). The release is deployed, and the API
      server holds what the chart renders: the operator's and kturn-auth's ServiceAccounts,
      Deployments and Services, the ClusterRole and the leader-election Role with their
-     bindings, the default Dataplane.
+     bindings. Not the chart's `default` Dataplane (dataplane.create=false): it is cluster-scoped,
+     and in this cluster, which the other tests share, it would become the Dataplane of every
+     other test's Gateways while it exists (deploy_crd_schema has the API server validate it).
   2. Two kturn-operator processes run here as the chart's operator ServiceAccount, with a token
      from the TokenRequest API, so with exactly the chart's ClusterRole and Role under RBAC
      authorization, and with the container arguments the chart gives the operator (its Lease,
@@ -68,7 +70,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
 
     # 1. helm install, and what it created.
     out = helm(scope, "install", release, CHART, "-n", ns, "--wait=hookOnly",
-               "--set", f"operator.controllerName={scope.controller_name}")
+               "--set", f"operator.controllerName={scope.controller_name}",
+               "--set", "dataplane.create=false")
     h.register_cleanup(lambda: helm(scope, "uninstall", release, "-n", ns, "--wait=hookOnly",
                                     check=False))
     status = json.loads(helm(scope, "status", release, "-n", ns, "-o", "json"))
@@ -82,10 +85,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                               ("service", f"{release}-config-discovery", "kturn-system"),
                               ("role", f"{release}-operator-leader-election", "kturn-system"),
                               ("clusterrole", f"{release}-operator", ""),
-                              ("clusterrolebinding", f"{release}-operator", ""),
-                              ("dataplane", "default", "")):
+                              ("clusterrolebinding", f"{release}-operator", "")):
         h.check(scope.get(kind, name, where) is not None, f"{kind} {name} not installed")
-    print("the release's ServiceAccounts, Deployments, Services, RBAC and Dataplane are there")
+    print("the release's ServiceAccounts, Deployments, Services and RBAC are there")
 
     # 2. Two replicas as the chart's ServiceAccount, with the chart's arguments.
     kubeconfig = scope.service_account_kubeconfig(f"{release}-operator", cluster_role="",

@@ -434,7 +434,10 @@ void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const N
 
 void Server::releaseFamily(Allocation& allocation, AddressFamily family) {
   relays_.closeFamily(allocation.id, family);
-  if (allocation.relayed.family() == family) allocation.relayed = *allocation.relayed_additional;
+  if (allocation.relayed.family() == family) {
+    allocation.relayed = *allocation.relayed_additional;
+    allocation.relayed_public_ip.reset();  // it named the released (IPv4) half
+  }
   allocation.relayed_additional.reset();
   // Peers of the released family are out of reach now.
   for (ChannelBinding& c : allocation.channels) {

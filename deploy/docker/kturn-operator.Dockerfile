@@ -32,5 +32,5 @@ FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /rootfs/ /
 USER 65532:65532
 # Config discovery (CDS).
-EXPOSE 13478/tcp
+EXPOSE 13478/tcp 8080/tcp 8081/tcp
 ENTRYPOINT ["/usr/local/bin/kturn-operator"]

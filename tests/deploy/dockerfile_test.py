@@ -201,7 +201,8 @@ class DockerfileTest(unittest.TestCase):
         exposed = {}
         for name, target, _, parsed in self.each():
             exposed[target] = {p for k, a in parsed[-1] if k == "EXPOSE" for p in a.split()}
-        self.assertIn(f"{VALUES['operator']['cds']['port']}/tcp", exposed["kturn-operator"])
+        for port in ("cds", "metrics", "health"):
+            self.assertIn(f"{VALUES['operator'][port]['port']}/tcp", exposed["kturn-operator"])
         self.assertIn(f"{VALUES['auth']['port']}/tcp", exposed["kturn-auth"])
         well_known = read("src/operator/well_known.h")
         for endpoint in ("kMetricsEndpoint", "kHealthCheckEndpoint"):

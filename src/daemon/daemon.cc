@@ -252,6 +252,12 @@ nlohmann::json Daemon::statusDocument() {
     }
     doc.clusters.push_back(admin::withStats(c, traffic));
   }
+  if (const auto engine = xdp::parseEngine(loaded_.config.admin.offload_engine);
+      engine && *engine != xdp::Engine::kNone) {
+    // kturn's own, beside STUNner's admin fields: where the kernel path is and why it is idle.
+    doc.admin["offload_status"] = {{"attached", offload_.describe()},
+                                   {"problems", offload_.problems()}};
+  }
   doc.allocation_count = static_cast<int64_t>(stats.allocations);
   doc.status = health_.status();
   return admin::toJson(doc);

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <fstream>
 
 namespace kturn::daemon {
 namespace {
@@ -89,11 +90,30 @@ xdp::OffloadMaps* OffloadManager::reconcile(const std::string& engine_text,
   const std::string now = describe();
   if (now != described_) spdlog::info("offload: {}", now);
   described_ = now;
+  for (const std::string& problem : problems()) warnOnce("offload: " + problem);
   return program_->attachments().empty() ? nullptr : maps_.get();
 }
 
 std::vector<uint64_t> OffloadManager::outcomes() const {
   return program_ ? program_->stats() : std::vector<uint64_t>{};
+}
+
+std::vector<std::string> OffloadManager::problems() const {
+  std::vector<std::string> out;
+  if (!program_) return out;
+  for (const auto& a : program_->attachments()) {
+    char name[IF_NAMESIZE] = {};
+    if (::if_indextoname(static_cast<unsigned>(a.ifindex), name) == nullptr) continue;
+    const std::string sysctl = std::string("net.ipv4.conf.") + name + ".forwarding";
+    std::ifstream in("/proc/sys/net/ipv4/conf/" + std::string(name) + "/forwarding");
+    int forwarding = 1;
+    if (in >> forwarding && forwarding == 0) {
+      out.push_back("IPv4 forwarding is off on " + std::string(name) + " (" + sysctl +
+                    " = 0): the kernel path cannot route what arrives there, user space relays "
+                    "it (sysctl -w " + sysctl + "=1, or net.ipv4.ip_forward=1)");
+    }
+  }
+  return out;
 }
 
 std::string OffloadManager::describe() const {

@@ -31,6 +31,10 @@ class OffloadManager {
   std::vector<uint64_t> outcomes() const;
   // "TC on lo, eth0", "None": for the log.
   std::string describe() const;
+  // Why the kernel path cannot relay on an attached interface now, one line each: the program
+  // routes with bpf_fib_lookup(), which refuses an ingress interface that does not forward
+  // IPv4 (outcome `route`; user space relays those datagrams). Read from /proc at each call.
+  std::vector<std::string> problems() const;
 
  private:
   void warnOnce(const std::string& message);

@@ -30,6 +30,7 @@ Network safety: all traffic stays inside the three namespaces, which are deleted
 """
 
 import argparse
+import json
 import os
 import random
 import re
@@ -52,6 +53,7 @@ PEER_IP = Namespaces.PEER_IP
 LISTENER = (LISTENER_IP, 3478)
 PEER = (PEER_IP, 3480)
 METRICS = f"http://{LISTENER_IP}:9090/metrics"
+HEALTH = f"http://{LISTENER_IP}:9086"
 CHANNEL = 0x4000
 PAYLOADS = 300
 PERMISSION_LIFETIME = 6  # seconds (kturnd --permission-lifetime): the expiry phase waits it out
@@ -151,6 +153,37 @@ def bound_client(ns: Namespaces) -> h.TurnClient:
     return client
 
 
+def forwarding_off(ns: Namespaces, kturnd: h.Proc, data: List[bytes]) -> None:
+    """IPv4 forwarding off in kturnd's namespace: the program is attached but bpf_fib_lookup()
+    refuses every datagram (outcome `route`). kturnd says so once per interface at WARN and in
+    /status, and user space relays everything."""
+    for dev in ("s0", "s1"):
+        line = wait_for_log(kturnd, rf"warn.*IPv4 forwarding is off on {dev} .*")
+        print(f"logged: {line.strip()}")
+    client = bound_client(ns)
+    before = Counts(ns.server)
+    echoes = exchange(client, data, expect=True)
+    after = Counts(ns.server)
+    h.check(len(echoes) == len(data) and all(echoes[i] == p for i, p in enumerate(data)),
+            f"forwarding off: {len(echoes)}/{len(data)} echoes came back intact")
+    for d in ("rx", "tx"):
+        h.check(after.offloaded[d] == before.offloaded[d],
+                f"the kernel relayed ({d}) with forwarding off")
+    routed = after.outcomes.get("route", 0) - before.outcomes.get("route", 0)
+    h.check(routed >= len(data), f"outcome route grew by {routed:.0f}, expected {len(data)}")
+    with in_netns(ns.server):
+        with urllib.request.urlopen(HEALTH + "/status", timeout=5) as r:
+            status = json.loads(r.read())["admin"].get("offload_status", {})
+    problems = status.get("problems", [])
+    h.check(len(problems) == 2 and all(f"off on {d} " in " ".join(problems) for d in ("s0", "s1")),
+            f"/status admin.offload_status: {status}")
+    log = kturnd.output()
+    h.check(all(log.count(f"IPv4 forwarding is off on {d} ") == 1 for d in ("s0", "s1")),
+            "the forwarding warning is not logged exactly once per interface")
+    print(f"forwarding off: {len(data)} payloads relayed in user space, {routed:.0f} refused by "
+          f"the kernel with outcome route; /status: {status}")
+
+
 def body(args: argparse.Namespace, workdir: str) -> None:
     ns = Namespaces("kto").create()
     if args.no_tx_checksum:
@@ -166,9 +199,11 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     h.register_log(peer.log_path)
     peer.start()
 
+    if args.forwarding_off:  # a fresh Debian host's default
+        ns.run("ip", "netns", "exec", ns.server, "sysctl", "-q", "-w", "net.ipv4.ip_forward=0")
     config = {
         "version": "v1",
-        "admin": {"name": "offload", "loglevel": "all:INFO", "healthcheck_endpoint": "",
+        "admin": {"name": "offload", "loglevel": "all:INFO", "healthcheck_endpoint": HEALTH,
                   "metrics_endpoint": METRICS, "offload_engine": args.engine,
                   "offload_interfaces": ["s0", "s1"]},
         "auth": {"type": "static", "realm": h.REALM,
@@ -201,6 +236,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
             f"kturnd did not attach {args.engine} to s0 and s1: '{attached}'")
 
     data = payloads()
+    if args.forwarding_off:
+        return forwarding_off(ns, kturnd, data)
     # ---- relayed by the kernel ----
     client = bound_client(ns)
     bound_at = time.monotonic()
@@ -302,6 +339,9 @@ def main() -> None:
     p.add_argument("--engine", choices=("TC", "XDP"), default="TC")
     p.add_argument("--no-tx-checksum", action="store_true",
                    help="senders compute UDP checksums in software (ethtool -K tx off)")
+    p.add_argument("--forwarding-off", action="store_true",
+                   help="IPv4 forwarding off in kturnd's namespace: said once, relayed in user "
+                        "space")
     args, _ = p.parse_known_args()
     if os.geteuid() != 0 or not os.path.isdir("/proc/sys/net"):
         print("SKIP: needs root for network namespaces and BPF")
@@ -312,7 +352,7 @@ def main() -> None:
         print(f"SKIP: cannot create a network namespace: {probe.stdout.strip()}")
         sys.exit(SKIP)
     subprocess.run(["ip", "netns", "del", f"kto-probe-{os.getpid()}"])
-    suffix = "-csum" if args.no_tx_checksum else ""
+    suffix = ("-csum" if args.no_tx_checksum else "") + ("-nofwd" if args.forwarding_off else "")
     h.run_test(f"offload-{args.engine.lower()}{suffix}", body, p)
 
 

@@ -22,8 +22,7 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
 // A host no client can use: unset, a wildcard, or an environment reference only the dataplane
 // pod expands (the operator's `$STUNNER_ADDR`).
 bool unusableHost(std::string_view host) {
-  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" ||
-         host.front() == '$';
+  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host.front() == '$';
 }
 
 bool selected(const IceQuery& q, const ListenerId& id) {

@@ -3,7 +3,7 @@
 // --udp-thread-num=16`, `-c k8s`) runs kturnd unchanged after the image swap.
 //
 // stunnerd's flags, as kturnd reads them:
-//   -c, --config ORIGIN     the same; "k8s" finds the config discovery server (k8s/discovery_flags.h)
+//   -c, --config ORIGIN     the same; "k8s" finds the CDS server (k8s/discovery_flags.h)
 //   -l, --log, --log-format, -i, --id, -w, --watch, --force-ready-status   the same
 //   -u, --udp-thread-num N  worker threads (kturnd's model: one SO_REUSEPORT socket per worker)
 //   -v, --verbose           -l all:DEBUG, unless -l is given

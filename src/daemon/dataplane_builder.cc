@@ -123,9 +123,9 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   dataplane->interfaces = interfaces_();
   // stunnerd listens on every address and only names `address` in XOR-RELAYED-ADDRESS; "::"
   // takes IPv4 clients too (Worker::bindListener), so it is the default wherever IPv6 is up.
-  const bool has_ipv6 = std::any_of(
-      dataplane->interfaces.entries().begin(), dataplane->interfaces.entries().end(),
-      [](const net::InterfaceAddresses::Entry& e) { return !e.ip.isV4(); });
+  const bool has_ipv6 =
+      std::any_of(dataplane->interfaces.entries().begin(), dataplane->interfaces.entries().end(),
+                  [](const net::InterfaceAddresses::Entry& e) { return !e.ip.isV4(); });
   const IpAddress every_address = has_ipv6 ? *IpAddress::parse("::") : IpAddress{};
   for (size_t i = 0; i < config.listeners.size(); ++i) {
     const config::Listener& l = config.listeners[i];
@@ -136,8 +136,8 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
       return makeError(Error::Code::kInvalidArgument,
                        field + ".address: invalid address \"" + l.address + "\"");
     }
-    const auto bind_ip = l.bind_address.empty() ? std::optional<IpAddress>()
-                                                : IpAddress::parse(l.bind_address);
+    const auto bind_ip =
+        l.bind_address.empty() ? std::optional<IpAddress>() : IpAddress::parse(l.bind_address);
     if (!l.bind_address.empty() && !bind_ip) {
       return makeError(Error::Code::kInvalidArgument,
                        field + ".bind_address: invalid address \"" + l.bind_address + "\"");
@@ -160,8 +160,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     spec.relay_ip = *ip;
     spec.relay_ip_local =
         ip->isUnspecified() || ip->isLoopback() ||
-        std::any_of(dataplane->interfaces.entries().begin(),
-                    dataplane->interfaces.entries().end(),
+        std::any_of(dataplane->interfaces.entries().begin(), dataplane->interfaces.entries().end(),
                     [&](const net::InterfaceAddresses::Entry& e) { return e.ip == *ip; });
     for (size_t j = 0; j < dataplane->listeners.size(); ++j) {
       const ListenerSpec& other = dataplane->listeners[j];
@@ -171,9 +170,8 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
                          field + ".port: " + std::to_string(l.port) +
                              (spec.protocol == TransportProtocol::kUdp ? "/udp" : "/tcp") +
                              " is also listeners[" + std::to_string(j) +
-                             "]'s, on overlapping addresses (" + other.bind.ip.toString() +
-                             ", " + spec.bind.ip.toString() +
-                             "): give each its own bind_address or port");
+                             "]'s, on overlapping addresses (" + other.bind.ip.toString() + ", " +
+                             spec.bind.ip.toString() + "): give each its own bind_address or port");
       }
     }
     spec.min_relay_port = static_cast<uint16_t>(l.min_relay_port);

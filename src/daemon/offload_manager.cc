@@ -110,7 +110,8 @@ std::vector<std::string> OffloadManager::problems() const {
     if (in >> forwarding && forwarding == 0) {
       out.push_back("IPv4 forwarding is off on " + std::string(name) + " (" + sysctl +
                     " = 0): the kernel path cannot route what arrives there, user space relays "
-                    "it (sysctl -w " + sysctl + "=1, or net.ipv4.ip_forward=1)");
+                    "it (sysctl -w " +
+                    sysctl + "=1, or net.ipv4.ip_forward=1)");
     }
   }
   return out;

@@ -210,9 +210,9 @@ void Worker::addListener(BoundListener bound, const ConnectionLimits& limits) {
     listeners_.push_back(std::move(listener));
     return;
   }
-  auto listener = std::make_unique<Listener>(
-      Listener{bound.spec.id, bound.spec.bind, std::move(bound.socket),
-               std::move(bound.socket_v4), nullptr, nullptr});
+  auto listener =
+      std::make_unique<Listener>(Listener{bound.spec.id, bound.spec.bind, std::move(bound.socket),
+                                          std::move(bound.socket_v4), nullptr, nullptr});
   if (bound.spec.tls) {
     DtlsListener::Callbacks callbacks;
     callbacks.on_closed = [this](const FiveTuple& tuple) {

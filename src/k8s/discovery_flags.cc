@@ -63,7 +63,9 @@ void addDiscoveryOptions(CLI::App& app, DiscoveryFlags& flags, const std::string
     const std::string names = std::string(name) == "--namespace" ? "-n,--namespace" : name;
     app.add_option(names)->description("Kubernetes client flag: accepted, ignored")->group(group);
   }
-  app.add_flag(kIgnoredFlag)->description("Kubernetes client flag: accepted, ignored")->group(group);
+  app.add_flag(kIgnoredFlag)
+      ->description("Kubernetes client flag: accepted, ignored")
+      ->group(group);
 }
 
 std::vector<std::string> ignoredDiscoveryFlags(const CLI::App& app) {
@@ -85,8 +87,8 @@ std::string explicitCdsOrigin(const DiscoveryFlags& flags) {
 Result<std::string> discoverConfigDiscoveryServer(const DiscoveryFlags& flags) {
   if (std::string origin = explicitCdsOrigin(flags); !origin.empty()) return origin;
   const KubeFlags& kube = flags.kube;
-  auto config = kube.kubeconfig.empty() ? inClusterConfig()
-                                        : loadKubeconfig(kube.kubeconfig, kube.context);
+  auto config =
+      kube.kubeconfig.empty() ? inClusterConfig() : loadKubeconfig(kube.kubeconfig, kube.context);
   if (!config) return config.error();
   if (!kube.server.empty()) {
     auto server = parseServerUrl(kube.server);

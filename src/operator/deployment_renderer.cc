@@ -124,10 +124,12 @@ std::vector<std::string> labelFilterFrom(std::string_view commaSeparated) {
   while (!commaSeparated.empty()) {
     const size_t comma = commaSeparated.find(',');
     std::string_view key = commaSeparated.substr(0, comma);
-    commaSeparated = comma == std::string_view::npos ? std::string_view()
-                                                     : commaSeparated.substr(comma + 1);
-    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.front()))) key.remove_prefix(1);
-    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.remove_suffix(1);
+    commaSeparated =
+        comma == std::string_view::npos ? std::string_view() : commaSeparated.substr(comma + 1);
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.front())))
+      key.remove_prefix(1);
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back())))
+      key.remove_suffix(1);
     if (!key.empty()) keys.emplace_back(key);
   }
   return keys;

@@ -23,7 +23,8 @@ admin::Handler healthzHandler() {
 admin::Handler readyzHandler(const Controller& controller) {
   return [&controller](const admin::Request&) {
     if (controller.stats().synced) return admin::Response{.status = 200, .body = "ok\n"};
-    return admin::Response{.status = 503, .body = "watches not synced: not every kind listed yet\n"};
+    return admin::Response{.status = 503,
+                           .body = "watches not synced: not every kind listed yet\n"};
   };
 }
 
@@ -36,8 +37,8 @@ std::vector<admin::MetricFamily> operatorMetrics(const ControllerStats& stats, s
       family("kturn_operator_objects_applied_total",
              "Owned objects (Deployments, Services) applied by server-side apply.",
              MetricType::kCounter, n(stats.applied)),
-      family("kturn_operator_objects_deleted_total", "Owned objects deleted.",
-             MetricType::kCounter, n(stats.deleted)),
+      family("kturn_operator_objects_deleted_total", "Owned objects deleted.", MetricType::kCounter,
+             n(stats.deleted)),
       family("kturn_operator_statuses_written_total", "Status subresources written.",
              MetricType::kCounter, n(stats.statusesWritten)),
       family("kturn_operator_writes_failed_total",
@@ -49,8 +50,8 @@ std::vector<admin::MetricFamily> operatorMetrics(const ControllerStats& stats, s
              MetricType::kCounter, n(stats.configsRejected)),
       family("kturn_operator_gateways", "Gateways of this controller in the last render.",
              MetricType::kGauge, n(stats.gateways)),
-      family("kturn_operator_cds_configs", "Dataplane configs served over CDS.",
-             MetricType::kGauge, n(stats.configsServed)),
+      family("kturn_operator_cds_configs", "Dataplane configs served over CDS.", MetricType::kGauge,
+             n(stats.configsServed)),
       family("kturn_operator_cds_watchers", "Open CDS watch connections (dataplane pods, auth).",
              MetricType::kGauge, n(cdsWatchers)),
       family("kturn_operator_leader",

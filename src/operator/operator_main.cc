@@ -216,7 +216,8 @@ int main(int argc, char** argv) {
   // Started before the controller, so a probe sees 503 until the first lists are in.
   std::vector<std::unique_ptr<kturn::admin::AdminServer>> endpoints;
   if (probeEndpoint) {
-    auto& server = endpoints.emplace_back(std::make_unique<kturn::admin::AdminServer>(*probeEndpoint));
+    auto& server =
+        endpoints.emplace_back(std::make_unique<kturn::admin::AdminServer>(*probeEndpoint));
     server->handle("/healthz", kturn::op::healthzHandler());
     server->handle("/readyz", kturn::op::readyzHandler(controller));
   }
@@ -224,11 +225,12 @@ int main(int argc, char** argv) {
     auto& server =
         endpoints.emplace_back(std::make_unique<kturn::admin::AdminServer>(*metricsEndpoint));
     kturn::cds::CdsServer& cdsServer = **cds;
-    server->handle("/metrics", kturn::admin::metricsHandler([&controller, &cdsServer] {
+    const auto collect = [&controller, &cdsServer] {
       auto families = kturn::op::operatorMetrics(controller.stats(), cdsServer.watcherCount());
       for (auto& f : kturn::admin::collectProcessMetrics()) families.push_back(std::move(f));
       return families;
-    }));
+    };
+    server->handle("/metrics", kturn::admin::metricsHandler(collect));
   }
   for (auto& server : endpoints) {
     if (auto started = server->start(); !started) {

@@ -38,7 +38,7 @@ struct ConnectionTraffic {
 struct RelayGrant {
   TransportAddress relayed;
   std::optional<IpAddress> relayed_public_ip;  // Allocation::relayed_public_ip
-  std::optional<uint64_t> reservation_token;  // set when reserve_next was honoured
+  std::optional<uint64_t> reservation_token;   // set when reserve_next was honoured
   // For additional_ipv6: the IPv6 relay, or why there is none (the codes of open()).
   std::optional<TransportAddress> additional;
   Error::Code additional_error = Error::Code::kUnsupported;

@@ -352,8 +352,8 @@ TEST(ConfigSchema, TheFullyPopulatedConfigSetsEveryMember) {
                min_relay_port, max_relay_port, cert, key, routes] = listeners[0];
   EXPECT_TRUE(isSet(listener_name) && isSet(protocol) && isSet(public_address) &&
               isSet(public_port) && isSet(address) && isSet(port) && isSet(bind_address) &&
-              isSet(min_relay_port) &&
-              isSet(max_relay_port) && isSet(cert) && isSet(key) && isSet(routes));
+              isSet(min_relay_port) && isSet(max_relay_port) && isSet(cert) && isSet(key) &&
+              isSet(routes));
   const auto& [cluster_name, cluster_type, cluster_protocol, endpoints] = clusters[0];
   EXPECT_TRUE(isSet(cluster_name) && isSet(cluster_type) && isSet(cluster_protocol) &&
               isSet(endpoints));

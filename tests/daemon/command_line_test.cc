@@ -99,10 +99,10 @@ TEST(CommandLine, AnExplicitDiscoveryServerNeedsNoLookup) {
   EXPECT_EQ(k8s::explicitCdsOrigin(
                 parse({"-c", "k8s", "--cds-server-address", "10.1.2.3"}).line.discovery),
             "http://10.1.2.3:13478");
-  EXPECT_EQ(k8s::explicitCdsOrigin(
-                parse({"--cds-server-address", "fd00::1", "--cds-server-port", "8080"}).line
-                    .discovery),
-            "http://[fd00::1]:8080");
+  EXPECT_EQ(
+      k8s::explicitCdsOrigin(
+          parse({"--cds-server-address", "fd00::1", "--cds-server-port", "8080"}).line.discovery),
+      "http://[fd00::1]:8080");
 }
 
 TEST(CommandLine, UnknownFlagsAreStillRefused) {

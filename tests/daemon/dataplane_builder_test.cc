@@ -178,8 +178,8 @@ clusters:
   // Without IPv6 on the host, "every address" is 0.0.0.0.
   DataplaneBuilder v4_only;
   v4_only.setInterfaceSource([] {
-    return net::InterfaceAddresses({{"lo", *IpAddress::parse("127.0.0.1")},
-                                    {"eth0", *IpAddress::parse("10.1.2.3")}});
+    return net::InterfaceAddresses(
+        {{"lo", *IpAddress::parse("127.0.0.1")}, {"eth0", *IpAddress::parse("10.1.2.3")}});
   });
   auto dp4 = v4_only.build(config, {});
   ASSERT_TRUE(dp4) << dp4.error().message;
@@ -190,8 +190,8 @@ TEST(DataplaneBuilder, ListenersOfOneTransportAndPortMustNotOverlap) {
   const auto build = [](const std::string& listeners) {
     DataplaneBuilder builder;
     builder.setInterfaceSource([] {
-      return net::InterfaceAddresses({{"lo", *IpAddress::parse("127.0.0.1")},
-                                      {"lo", *IpAddress::parse("::1")}});
+      return net::InterfaceAddresses(
+          {{"lo", *IpAddress::parse("127.0.0.1")}, {"lo", *IpAddress::parse("::1")}});
     });
     auto dp = builder.build(parse("version: v1\nauth: {type: none}\nlisteners:\n" + listeners), {});
     return dp ? std::string() : dp.error().message;

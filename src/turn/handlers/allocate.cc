@@ -10,9 +10,9 @@ namespace kturn::turn {
 namespace {
 
 void addSuccessAttributes(stun::MessageBuilder& b, const Allocation& a, Seconds lifetime) {
-  b.addXorAddress(stun::attr::kXorRelayedAddress,
-                  a.relayed_public_ip ? TransportAddress{*a.relayed_public_ip, a.relayed.port}
-                                      : a.relayed);
+  b.addXorAddress(
+      stun::attr::kXorRelayedAddress,
+      a.relayed_public_ip ? TransportAddress{*a.relayed_public_ip, a.relayed.port} : a.relayed);
   if (a.relayed_additional) b.addXorAddress(stun::attr::kXorRelayedAddress, *a.relayed_additional);
   if (a.additional_error != 0) {
     // ADDRESS-ERROR-CODE (RFC 8656 §18.11): family, 11 reserved bits, class, number, reason.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test tools that kturn's Kubernetes tests run: the real control plane (etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler), kubectl, Helm, and the Gateway API
-# CRDs; and STUNner's stunnerd and turncat, the reference that the interop tests and bench/compare
+# CRDs; a node's kubelet and kube-proxy, and CoreDNS, for the single-node cluster of make test-e2e
+# (tests/e2e/cluster.py; containerd, runc and the CNI plugins are Debian's); and STUNner's stunnerd and turncat, the reference that the interop tests and bench/compare
 # hold kturn against. They are test tools only: never shipped, never vendored, nothing of them is
 # committed.
 #
@@ -20,6 +21,7 @@ set -euo pipefail
 KUBERNETES_VERSION=v1.36.3  # tests/tools/kubernetes/go.mod pins the same release
 ETCD_VERSION=v3.6.8         # the etcd Kubernetes v1.36.3 is tested with; tests/tools/etcd/go.mod
 HELM_VERSION=v4.3.2
+COREDNS_VERSION=v1.14.2     # the cluster DNS of the e2e node (its own go.mod and go.sum pin it)
 GATEWAY_API_VERSION=v1.6.3
 # STUNner's gateway operator and auth service are not built: the module proxy serves neither
 # github.com/l7mp/stunner-gateway-operator nor github.com/l7mp/stunner-auth-service at any version
@@ -86,7 +88,8 @@ build_kubernetes() {
   done
   (cd "$top/tests/tools/kubernetes" && go build -trimpath -ldflags "-s -w$flags" -o "$OUT/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
 }
 
 build_etcd() {
@@ -99,6 +102,11 @@ build_helm() {
   GOBIN=$OUT go install -trimpath \
     -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
     "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
+}
+
+build_coredns() {
+  # CoreDNS has no replace directives: its own go.mod and go.sum pin everything.
+  GOBIN=$OUT go install -trimpath -ldflags "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
 }
 
 # Through tests/tools/stunner/go.mod, not `go install`: see the comment there. The version is
@@ -127,25 +135,31 @@ build_gateway_api() {
 kube_dir=$(key kubernetes "$KUBERNETES_VERSION" "$top"/tests/tools/kubernetes/go.{mod,sum})
 etcd_dir=$(key etcd "$ETCD_VERSION" "$top"/tests/tools/etcd/go.{mod,sum})
 helm_dir=$(key helm "$HELM_VERSION")
+coredns_dir=$(key coredns "$COREDNS_VERSION")
 gwapi_dir=$(key gateway-api "$GATEWAY_API_VERSION")
 stunner_dir=$(key stunner "$STUNNER_VERSION" "$top"/tests/tools/stunner/go.{mod,sum})
 
 built "$etcd_dir" || { say "building etcd $ETCD_VERSION"; build_into "$etcd_dir" build_etcd; }
 built "$helm_dir" || { say "building helm $HELM_VERSION"; build_into "$helm_dir" build_helm; }
 built "$gwapi_dir" || build_into "$gwapi_dir" build_gateway_api
+built "$coredns_dir" || {
+  say "building coredns $COREDNS_VERSION"
+  build_into "$coredns_dir" build_coredns
+}
 built "$stunner_dir" || {
   say "building stunnerd, turncat $STUNNER_VERSION"
   build_into "$stunner_dir" build_stunner
 }
 built "$kube_dir" || {
-  say "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl" \
-    "$KUBERNETES_VERSION (cold: about 10 minutes on 2 cores)"
+  say "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet," \
+    "kube-proxy $KUBERNETES_VERSION (cold: about 12 minutes on 2 cores)"
   build_into "$kube_dir" build_kubernetes
 }
 
 if [ -n "$link" ]; then
   mkdir -p "$link/bin"
-  for b in "$kube_dir"/bin/* "$etcd_dir/bin/etcd" "$helm_dir/bin/helm" "$stunner_dir"/bin/*; do
+  for b in "$kube_dir"/bin/* "$etcd_dir/bin/etcd" "$helm_dir/bin/helm" "$coredns_dir/bin/coredns" \
+    "$stunner_dir"/bin/*; do
     ln -sfn "$b" "$link/bin/$(basename "$b")"
   done
   ln -sfn "$gwapi_dir" "$link/gateway-api"
@@ -153,6 +167,7 @@ if [ -n "$link" ]; then
     echo "KUBERNETES_VERSION=$KUBERNETES_VERSION"
     echo "ETCD_VERSION=$ETCD_VERSION"
     echo "HELM_VERSION=$HELM_VERSION"
+    echo "COREDNS_VERSION=$COREDNS_VERSION"
     echo "GATEWAY_API_VERSION=$GATEWAY_API_VERSION"
     echo "STUNNER_VERSION=$STUNNER_VERSION"
   } >"$link/versions.env"

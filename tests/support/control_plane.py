@@ -86,33 +86,41 @@ def openssl(*args: str) -> None:
 
 # --- certificates ---------------------------------------------------------------------------
 
-def make_pki(pki: str) -> None:
-    """A CA, the apiserver's serving certificate, client certificates for the admin and the
-    controller-manager, and the ServiceAccount signing key: ECDSA P-256 throughout."""
+EC_KEY = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+def sign_leaf(pki: str, name: str, subject: str, ext: List[str]) -> None:
+    """pki/<name>.{key,crt}: an ECDSA P-256 key and a certificate for it from pki/ca.*."""
+    p = lambda n: os.path.join(pki, n)  # noqa: E731
+    openssl("req", "-new", *EC_KEY, "-keyout", p(name + ".key"), "-out", p(name + ".csr"),
+            "-subj", subject, *sum((["-addext", e] for e in ext), []))
+    openssl("x509", "-req", "-in", p(name + ".csr"), "-CA", p("ca.crt"), "-CAkey",
+            p("ca.key"), "-CAcreateserial", "-out", p(name + ".crt"), "-days", "3",
+            "-copy_extensions", "copyall")
+    os.remove(p(name + ".csr"))
+
+
+def client_leaf(pki: str, name: str, subject: str) -> None:
+    sign_leaf(pki, name, subject, ["extendedKeyUsage=clientAuth",
+                                   "keyUsage=critical,digitalSignature"])
+
+
+def make_pki(pki: str, address: str = "127.0.0.1") -> None:
+    """A CA, the apiserver's serving certificate (for `address`, loopback and the kubernetes
+    Service), client certificates for the admin and the controller-manager, and the
+    ServiceAccount signing key: ECDSA P-256 throughout."""
     os.makedirs(pki, exist_ok=True)
     p = lambda name: os.path.join(pki, name)  # noqa: E731
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    openssl("req", "-x509", *ec, "-keyout", p("ca.key"), "-out", p("ca.crt"), "-days", "3",
+    openssl("req", "-x509", *EC_KEY, "-keyout", p("ca.key"), "-out", p("ca.crt"), "-days", "3",
             "-subj", "/CN=kturn-test-ca", "-addext", "basicConstraints=critical,CA:TRUE",
             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
-
-    def leaf(name: str, subject: str, ext: List[str]) -> None:
-        openssl("req", "-new", *ec, "-keyout", p(name + ".key"), "-out", p(name + ".csr"),
-                "-subj", subject, *sum((["-addext", e] for e in ext), []))
-        openssl("x509", "-req", "-in", p(name + ".csr"), "-CA", p("ca.crt"), "-CAkey",
-                p("ca.key"), "-CAcreateserial", "-out", p(name + ".crt"), "-days", "3",
-                "-copy_extensions", "copyall")
-        os.remove(p(name + ".csr"))
-
-    leaf("apiserver", "/CN=kube-apiserver",
-         ["subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,"
-          "DNS:kubernetes.default,DNS:kubernetes.default.svc,"
-          "DNS:kubernetes.default.svc.cluster.local", "extendedKeyUsage=serverAuth",
-          "keyUsage=critical,digitalSignature"])
-    leaf("admin", "/O=system:masters/CN=kturn-test-admin",
-         ["extendedKeyUsage=clientAuth", "keyUsage=critical,digitalSignature"])
-    leaf("controller-manager", "/CN=system:kube-controller-manager",
-         ["extendedKeyUsage=clientAuth", "keyUsage=critical,digitalSignature"])
+    ips = ",".join(f"IP:{ip}" for ip in dict.fromkeys(["127.0.0.1", address, "10.96.0.1"]))
+    sign_leaf(pki, "apiserver", "/CN=kube-apiserver",
+              [f"subjectAltName={ips},DNS:localhost,DNS:kubernetes,"
+               "DNS:kubernetes.default,DNS:kubernetes.default.svc,"
+               "DNS:kubernetes.default.svc.cluster.local", "extendedKeyUsage=serverAuth",
+               "keyUsage=critical,digitalSignature"])
+    client_leaf(pki, "admin", "/O=system:masters/CN=kturn-test-admin")
+    client_leaf(pki, "controller-manager", "/CN=system:kube-controller-manager")
     openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out",
             p("sa.key"))
     openssl("pkey", "-in", p("sa.key"), "-pubout", "-out", p("sa.pub"))
@@ -219,12 +227,12 @@ def etcd_component(tools: str, data: str, logdir: str, client_port: int) -> Comp
 
 
 def apiserver_component(name: str, tools: str, pki: str, etcd_url: str, port: int,
-                        logdir: str, extra: List[str]) -> Component:
+                        logdir: str, extra: List[str], address: str = "127.0.0.1") -> Component:
     p = lambda n: os.path.join(pki, n)  # noqa: E731
     return Component(name, [
         os.path.join(tools, "bin", "kube-apiserver"),
         "--etcd-servers", etcd_url,
-        "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+        "--bind-address", address, "--advertise-address", address,
         "--secure-port", str(port),
         "--tls-cert-file", p("apiserver.crt"), "--tls-private-key-file", p("apiserver.key"),
         "--client-ca-file", p("ca.crt"),
@@ -280,9 +288,17 @@ def install_crds(tools: str, kubeconfig: str, repo: str, skip: List[str]) -> Non
 
 
 class ControlPlane:
-    def __init__(self, dirpath: str, tools: str):
+    """etcd, kube-apiserver and kube-controller-manager, the apiserver on `address`: loopback for
+    the test suite. With `nodes` (tests/e2e/cluster.py), `address` is the node's, which pods
+    reach; kube-scheduler runs, and the apiserver has a client certificate for the kubelets'
+    API and checks their serving certificates against the cluster CA."""
+
+    def __init__(self, dirpath: str, tools: str, address: str = "127.0.0.1",
+                 nodes: bool = False):
         self.dir = os.path.abspath(dirpath)
         self.tools = os.path.abspath(tools)
+        self.address = address
+        self.nodes = nodes
         self.pki = os.path.join(self.dir, "pki")
         self.logs = os.path.join(self.dir, "logs")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
@@ -298,12 +314,12 @@ class ControlPlane:
                 os.remove(os.path.join(self.dir, f))
             except FileNotFoundError:
                 pass
-        make_pki(self.pki)
+        make_pki(self.pki, self.address)
         for f in ("ca.crt",):
             shutil.copy(os.path.join(self.pki, f), os.path.join(self.dir, f))
         etcd_port, api_port = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{etcd_port}"
-        self.url = f"https://127.0.0.1:{api_port}"
+        self.url = f"https://{self.address}:{api_port}"
         etcd = etcd_component(self.tools, os.path.join(self.dir, "etcd"), self.logs, etcd_port)
         etcd.start()
         self.components.append(etcd)
@@ -315,10 +331,19 @@ class ControlPlane:
         policy = os.path.join(self.dir, "audit-policy.yaml")
         with open(policy, "w") as f:
             f.write(AUDIT_POLICY)
-        apiserver = apiserver_component(
-            "kube-apiserver", self.tools, self.pki, self.etcd_url, api_port, self.logs,
-            ["--audit-policy-file", policy,
-             "--audit-log-path", os.path.join(self.dir, "audit.log")])
+        extra = ["--audit-policy-file", policy,
+                 "--audit-log-path", os.path.join(self.dir, "audit.log")]
+        if self.nodes:
+            client_leaf(self.pki, "apiserver-kubelet-client",
+                        "/O=system:masters/CN=kube-apiserver-kubelet-client")
+            extra += ["--kubelet-client-certificate",
+                      os.path.join(self.pki, "apiserver-kubelet-client.crt"),
+                      "--kubelet-client-key",
+                      os.path.join(self.pki, "apiserver-kubelet-client.key"),
+                      "--kubelet-certificate-authority", os.path.join(self.pki, "ca.crt"),
+                      "--kubelet-preferred-address-types", "InternalIP"]
+        apiserver = apiserver_component("kube-apiserver", self.tools, self.pki, self.etcd_url,
+                                        api_port, self.logs, extra, self.address)
         apiserver.start()
         self.components.append(apiserver)
         wait_until("kube-apiserver /readyz", lambda: readyz(self.url, self.pki),
@@ -337,6 +362,17 @@ class ControlPlane:
             "--leader-elect=false", "--secure-port", "0"], self.logs)
         cm.start()
         self.components.append(cm)
+        if self.nodes:
+            client_leaf(self.pki, "scheduler", "/CN=system:kube-scheduler")
+            sched_kubeconfig = os.path.join(self.pki, "scheduler.kubeconfig")
+            write_kubeconfig(sched_kubeconfig, self.pki, self.url, "scheduler")
+            sched = Component("kube-scheduler", [
+                os.path.join(self.tools, "bin", "kube-scheduler"),
+                "--kubeconfig", sched_kubeconfig, "--authentication-kubeconfig",
+                sched_kubeconfig, "--authorization-kubeconfig", sched_kubeconfig,
+                "--leader-elect=false", "--secure-port", "0"], self.logs)
+            sched.start()
+            self.components.append(sched)
 
         install_crds(self.tools, self.kubeconfig, repo_root(), [])
         self.timings["crds"] = time.monotonic() - t0

@@ -1,0 +1,624 @@
+#!/usr/bin/python3
+"""A single-node Kubernetes cluster on this machine, for the end-to-end test (make test-e2e) and
+for trying kturn by hand: the test suite's control plane (tests/support/control_plane.py) with
+kube-scheduler, and one node: containerd (Debian's), runc, the CNI bridge plugin, kubelet and
+kube-proxy (from the control plane's Kubernetes release), and CoreDNS for the cluster's names.
+Test tools only, never shipped.
+
+    cluster.py up   --dir DIR --tools TOOLS [--images DIR]   start in the background
+    cluster.py down --dir DIR                                  stop it and remove what it made
+    cluster.py run  --dir DIR --tools TOOLS [--images DIR]   the same in the foreground
+
+TOOLS is the folder scripts/build-test-tools.sh --link made. --images is a folder that
+scripts/build-images.sh wrote (archives and their list, images.txt): they are imported into the
+node's containerd before the kubelet starts, so that pods find them without a registry.
+
+The node's network: a bridge, kturn-e2e0, with the node's address (10.244.0.1) and its pods'
+(10.244.0.0/24). The apiserver, the kubelet and CoreDNS listen on the node's address, so that pods
+reach them; services are kube-proxy's (iptables mode), on 10.96.0.0/16. Nothing listens on
+another of the machine's addresses, and nothing is routed off it.
+
+What the cluster changes on the machine, and `down` (or the supervisor on any exit) undoes:
+the bridge and the pods' network namespaces and veths; the iptables and ip6tables rules (saved
+before, restored after); the sysctls net.ipv4.ip_forward and net.bridge.bridge-nf-call-iptables
+(set to 1, restored); cgroups under kubepods; mounts under DIR. Every process it starts, the
+containers' included, is stopped.
+
+Why containerd 1.6 and cgroup v1 work with Kubernetes v1.36 here: see docs/kubernetes.md, "Try it
+on one machine".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Dict, List, Optional
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import control_plane as cp  # noqa: E402
+
+NODE = "kturn-e2e-node"
+BRIDGE = "kturn-e2e0"
+NODE_IP = "10.244.0.1"
+POD_CIDR = "10.244.0.0/24"
+CLUSTER_DOMAIN = "cluster.local"
+PAUSE_IMAGE = "localhost/kturn-e2e/pause:1"
+STARTUP_LIMIT = 300  # seconds for the control plane and the node to become ready
+SYSCTLS = {"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"}
+
+
+def log(msg: str) -> None:
+    print(f"cluster: {msg}", file=sys.stderr, flush=True)
+
+
+def run(*argv: str, check: bool = True, quiet: bool = False, **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {(r.stderr or r.stdout).strip()}")
+    if not quiet and r.returncode != 0:
+        log(f"{' '.join(argv)}: {(r.stderr or r.stdout).strip()}")
+    return r
+
+
+# --- what the node changes on the machine, and how it is undone ----------------------------
+
+class HostState:
+    """The machine's state that the node changes, saved in DIR/host so that `down` can undo it
+    even when the process that saved it is gone."""
+
+    def __init__(self, dirpath: str):
+        self.dir = os.path.join(dirpath, "host")
+
+    def save(self) -> None:
+        if os.path.exists(os.path.join(self.dir, "saved")):
+            return  # an earlier run's: that is the machine's state
+        os.makedirs(self.dir, exist_ok=True)
+        for tool in ("iptables", "ip6tables"):
+            with open(os.path.join(self.dir, tool), "w") as f:
+                subprocess.run([tool + "-save"], stdout=f, check=True)
+        sysctls = {}
+        for key in SYSCTLS:
+            with open(f"/proc/sys/{key}") as f:
+                sysctls[key] = f.read().strip()
+        with open(os.path.join(self.dir, "sysctls.json"), "w") as f:
+            json.dump(sysctls, f)
+        open(os.path.join(self.dir, "saved"), "w").close()
+
+    def restore(self) -> None:
+        if not os.path.exists(os.path.join(self.dir, "saved")):
+            return
+        for tool in ("iptables", "ip6tables"):
+            with open(os.path.join(self.dir, tool)) as f:
+                subprocess.run([tool + "-restore"], stdin=f, check=False)
+        with open(os.path.join(self.dir, "sysctls.json")) as f:
+            for key, value in json.load(f).items():
+                with open(f"/proc/sys/{key}", "w") as out:
+                    out.write(value)
+        shutil.rmtree(self.dir)
+
+
+# What the cluster runs: a leftover of these whose command line names the cluster's folder is
+# the cluster's (a supervisor that was killed leaves them).
+PROGRAMS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
+            "kube-proxy", "coredns", "containerd", "containerd-shim-runc-v2"}
+
+
+def processes_under(prefix: str) -> List[int]:
+    """The cluster's processes: its programs running with a path under `prefix` (containerd's
+    shims name its socket), and every process in a kubepods cgroup (the containers)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{pid}/cgroup") as f:
+                cgroup = f.read()
+        except OSError:
+            continue
+        ours = os.path.basename(argv[0].decode(errors="replace")) in PROGRAMS and any(
+            prefix.encode() in a for a in argv[1:])
+        if ours or ":/kubepods" in cgroup:
+            found.append(int(pid))
+    return found
+
+
+def kill_all(prefix: str) -> None:
+    for _ in range(50):
+        pids = processes_under(prefix)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+    log(f"processes left: {processes_under(prefix)}")
+
+
+def unmount_under(prefix: str) -> None:
+    """Every mount under `prefix`, deepest first (the containers' rootfs, the pods' volumes and
+    network namespaces)."""
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for point in sorted((p for p in points if p.startswith(prefix + "/")), key=len,
+                        reverse=True):
+        run("umount", "-l", point, check=False, quiet=True)
+
+
+def remove_cgroups() -> None:
+    for controller in os.listdir("/sys/fs/cgroup"):
+        top = os.path.join("/sys/fs/cgroup", controller, "kubepods")
+        if not os.path.isdir(top):
+            continue
+        for root, dirs, _ in os.walk(top, topdown=False):
+            for d in dirs:
+                try:
+                    os.rmdir(os.path.join(root, d))
+                except OSError:
+                    pass
+        try:
+            os.rmdir(top)
+        except OSError as e:
+            log(f"cgroup {top} not removed: {e}")
+
+
+def clean_host(dirpath: str) -> None:
+    """Undoes everything the node did to the machine, from what is on it now: safe to call twice
+    and after a crash."""
+    kill_all(dirpath)
+    unmount_under(dirpath)
+    remove_cgroups()
+    if os.path.exists(f"/sys/class/net/{BRIDGE}"):
+        run("ip", "link", "del", BRIDGE, check=False)
+    # veths whose pod side is gone are gone too; one whose netns mount was lazily unmounted
+    # goes when its last user does (the processes are dead).
+    HostState(dirpath).restore()
+
+
+# --- the node's components ----------------------------------------------------------------
+
+def write(path: str, text: str) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+class Node:
+    def __init__(self, plane: cp.ControlPlane, images: str):
+        self.plane = plane
+        self.dir = os.path.join(plane.dir, "node")
+        self.images = images
+        self.sock = os.path.join(self.dir, "containerd.sock")
+        self.components: List[cp.Component] = []
+        self.timings = plane.timings
+
+    def tool(self, name: str) -> str:
+        return os.path.join(self.plane.tools, "bin", name)
+
+    def ctr(self, *args: str, **kw) -> subprocess.CompletedProcess:
+        return run("ctr", "--address", self.sock, "--namespace", "k8s.io", *args, **kw)
+
+    def network(self) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        HostState(self.plane.dir).save()
+        for key, value in SYSCTLS.items():
+            with open(f"/proc/sys/{key}", "w") as f:
+                f.write(value)
+        run("ip", "link", "add", BRIDGE, "type", "bridge")
+        run("ip", "addr", "add", f"{NODE_IP}/24", "dev", BRIDGE)
+        run("ip", "link", "set", BRIDGE, "up")
+
+    def cni_config(self) -> str:
+        conf = {
+            "cniVersion": "1.0.0", "name": "kturn-e2e",
+            "plugins": [
+                {"type": "bridge", "bridge": BRIDGE, "isGateway": True, "ipMasq": False,
+                 "hairpinMode": True,
+                 "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_CIDR,
+                                                              "gateway": NODE_IP}]],
+                          "routes": [{"dst": "0.0.0.0/0"}],
+                          "dataDir": os.path.join(self.dir, "cni-ipam")}},
+                {"type": "portmap", "capabilities": {"portMappings": True}},
+            ],
+        }
+        d = os.path.join(self.dir, "cni")
+        write(os.path.join(d, "10-kturn-e2e.conflist"), json.dumps(conf, indent=1))
+        return d
+
+    def containerd(self) -> None:
+        cni = self.cni_config()
+        config = f"""version = 2
+root = "{self.dir}/containerd/root"
+state = "{self.dir}/containerd/state"
+[grpc]
+  address = "{self.sock}"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{PAUSE_IMAGE}"
+  netns_mounts_under_state_dir = true
+  # No process here has CAP_SYS_RESOURCE, so none may lower its oom_score_adj (the sandboxes'
+  # -998 fails in runc): keep every container's at or above containerd's own.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "{cni}"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+"""
+        path = write(os.path.join(self.dir, "containerd.toml"), config)
+        c = cp.Component("containerd", ["containerd", "--config", path], self.plane.logs)
+        c.start()
+        self.components.append(c)
+        cp.wait_until("containerd", lambda: self.ctr("version", quiet=True).returncode == 0,
+                      self.components, 30)
+        self.import_images()
+        self.timings["containerd"] = time.monotonic() - self.t0
+
+    def pause_image(self) -> str:
+        """Kubernetes' pause image is not reachable: a one-file image of tests/e2e/pause.c."""
+        work = os.path.join(self.dir, "pause")
+        rootfs = os.path.join(work, "rootfs")
+        os.makedirs(rootfs, exist_ok=True)
+        run("gcc", "-O2", "-static", "-o", os.path.join(rootfs, "pause"),
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "pause.c"))
+        # An OCI image layout by hand: one layer, a config naming /pause, an index.
+        import hashlib
+        import tarfile
+
+        def blob(data: bytes) -> str:
+            digest = hashlib.sha256(data).hexdigest()
+            write_bytes(os.path.join(work, "oci", "blobs", "sha256", digest), data)
+            return digest
+
+        layer_path = os.path.join(work, "layer.tar")
+        with tarfile.open(layer_path, "w") as t:
+            info = t.gettarinfo(os.path.join(rootfs, "pause"), "pause")
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            with open(os.path.join(rootfs, "pause"), "rb") as f:
+                t.addfile(info, f)
+        with open(layer_path, "rb") as f:
+            layer = f.read()
+        layer_digest = blob(layer)
+        config = json.dumps({
+            "architecture": "amd64", "os": "linux",
+            "config": {"Entrypoint": ["/pause"], "User": "65535:65535"},
+            "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
+        }).encode()
+        config_digest = blob(config)
+        manifest = json.dumps({
+            "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                       "digest": f"sha256:{config_digest}", "size": len(config)},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
+                        "digest": f"sha256:{layer_digest}", "size": len(layer)}],
+        }).encode()
+        manifest_digest = blob(manifest)
+        write(os.path.join(work, "oci", "oci-layout"), '{"imageLayoutVersion": "1.0.0"}')
+        write(os.path.join(work, "oci", "index.json"), json.dumps({
+            "schemaVersion": 2, "manifests": [{
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": f"sha256:{manifest_digest}", "size": len(manifest),
+                "annotations": {"io.containerd.image.name": PAUSE_IMAGE,
+                                "org.opencontainers.image.ref.name": PAUSE_IMAGE}}]}))
+        archive = os.path.join(work, "pause.tar")
+        with tarfile.open(archive, "w") as t:
+            t.add(os.path.join(work, "oci"), ".")
+        return archive
+
+    def import_images(self) -> None:
+        archives = [self.pause_image()]
+        listing = os.path.join(self.images, "images.txt") if self.images else ""
+        if listing and os.path.exists(listing):
+            with open(listing) as f:
+                for line in f:
+                    if line.strip() and not line.startswith("#"):
+                        archives.append(os.path.join(self.images, line.split()[-1]))
+        for a in archives:
+            self.ctr("images", "import", "--all-platforms", a)
+        names = self.ctr("images", "ls", "-q").stdout.split()
+        log(f"images: {', '.join(n for n in names if not n.startswith('sha256:'))}")
+
+    def coredns(self) -> None:
+        d = os.path.join(self.dir, "coredns")
+        cp.client_leaf(self.plane.pki, "coredns", "/CN=system:coredns")
+        kubeconfig = os.path.join(d, "kubeconfig")
+        os.makedirs(d, exist_ok=True)
+        cp.write_kubeconfig(kubeconfig, self.plane.pki, self.plane.url, "coredns")
+        # CoreDNS's own RBAC, as its Deployment in a cluster has it.
+        self.plane_apply([
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "system:coredns"},
+             "rules": [{"apiGroups": [""], "resources": ["endpoints", "services", "pods",
+                                                         "namespaces"],
+                        "verbs": ["list", "watch"]},
+                       {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+                        "verbs": ["list", "watch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "system:coredns"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "system:coredns"},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                           "name": "system:coredns"}]},
+        ])
+        corefile = write(os.path.join(d, "Corefile"), f""".:53 {{
+    bind {NODE_IP}
+    errors
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+        kubeconfig {kubeconfig} kturn-test
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    cache 5
+}}
+""")
+        c = cp.Component("coredns", [self.tool("coredns"), "-conf", corefile], self.plane.logs)
+        c.start()
+        self.components.append(c)
+
+    def plane_apply(self, docs: List[dict]) -> None:
+        run(self.tool("kubectl"), "--kubeconfig", self.plane.kubeconfig, "apply", "-f", "-",
+            input="\n---\n".join(json.dumps(d) for d in docs))
+
+    def kubelet(self) -> None:
+        d = os.path.join(self.dir, "kubelet")
+        pki = self.plane.pki
+        cp.client_leaf(pki, "kubelet", f"/O=system:nodes/CN=system:node:{NODE}")
+        cp.sign_leaf(pki, "kubelet-serving", f"/O=system:nodes/CN=system:node:{NODE}",
+                     [f"subjectAltName=IP:{NODE_IP},DNS:{NODE}", "extendedKeyUsage=serverAuth",
+                      "keyUsage=critical,digitalSignature"])
+        kubeconfig = os.path.join(d, "kubeconfig")
+        os.makedirs(d, exist_ok=True)
+        cp.write_kubeconfig(kubeconfig, pki, self.plane.url, "kubelet")
+        resolv = write(os.path.join(d, "resolv.conf"), f"nameserver {NODE_IP}\n")
+        config = {
+            "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+            "address": NODE_IP, "port": 10250, "readOnlyPort": 0, "healthzBindAddress":
+            "127.0.0.1", "healthzPort": 10248,
+            "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True},
+                               "x509": {"clientCAFile": os.path.join(pki, "ca.crt")}},
+            "authorization": {"mode": "Webhook"},
+            "tlsCertFile": os.path.join(pki, "kubelet-serving.crt"),
+            "tlsPrivateKeyFile": os.path.join(pki, "kubelet-serving.key"),
+            "containerRuntimeEndpoint": f"unix://{self.sock}",
+            "cgroupDriver": "cgroupfs",
+            # This machine has the cgroup v1 hierarchy (cgroup2 only at /sys/fs/cgroup/unified):
+            # Kubernetes v1.35 made the kubelet refuse it unless told, v1.36 still runs on it.
+            "failCgroupV1": False,
+            "clusterDNS": [NODE_IP], "clusterDomain": CLUSTER_DOMAIN, "resolvConf": resolv,
+            "failSwapOn": False,
+            "podLogsDir": os.path.join(d, "pod-logs"),
+            "staticPodPath": "",
+            "serializeImagePulls": False,
+            # The images were imported, not pulled: nothing may collect them, and a busy disk
+            # must not evict the test's pods.
+            "imageGCHighThresholdPercent": 100, "imageGCLowThresholdPercent": 99,
+            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%",
+                             "imagefs.available": "1%"},
+            "maxPods": 50,
+            "podPidsLimit": 4096,
+            "shutdownGracePeriod": "0s",
+            "protectKernelDefaults": False,
+            "makeIPTablesUtilChains": False,
+            "oomScoreAdj": 0,  # not -999: see restrict_oom_score_adj
+        }
+        path = write(os.path.join(d, "config.json"), json.dumps(config, indent=1))
+        c = cp.Component("kubelet", [
+            self.tool("kubelet"), "--config", path, "--kubeconfig", kubeconfig,
+            "--root-dir", os.path.join(d, "root"), "--hostname-override", NODE,
+            "--node-ip", NODE_IP, "--v", "1"], self.plane.logs)
+        c.start()
+        self.components.append(c)
+
+    def kube_proxy(self) -> None:
+        d = os.path.join(self.dir, "kube-proxy")
+        cp.client_leaf(self.plane.pki, "kube-proxy", "/CN=system:kube-proxy")
+        kubeconfig = os.path.join(d, "kubeconfig")
+        os.makedirs(d, exist_ok=True)
+        cp.write_kubeconfig(kubeconfig, self.plane.pki, self.plane.url, "kube-proxy")
+        config = {
+            "apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
+            "clientConnection": {"kubeconfig": kubeconfig},
+            "hostnameOverride": NODE, "mode": "iptables", "clusterCIDR": POD_CIDR,
+            "bindAddress": NODE_IP, "healthzBindAddress": "127.0.0.1:10256",
+            "metricsBindAddress": "127.0.0.1:10249",
+            # Leave the machine's conntrack table size alone.
+            "conntrack": {"maxPerCore": 0, "min": 0},
+            # NodePorts on the node's address only, not on every address of the machine.
+            "nodePortAddresses": [f"{NODE_IP}/32"],
+            "oomScoreAdj": 0,  # not -999: see restrict_oom_score_adj
+        }
+        path = write(os.path.join(d, "config.json"), json.dumps(config, indent=1))
+        c = cp.Component("kube-proxy", [self.tool("kube-proxy"), "--config", path],
+                         self.plane.logs)
+        c.start()
+        self.components.append(c)
+
+    def node_ready(self) -> bool:
+        node = cp.api(self.plane.url, self.plane.pki, "GET", f"/api/v1/nodes/{NODE}")
+        return any(c["type"] == "Ready" and c["status"] == "True"
+                   for c in node.get("status", {}).get("conditions", []))
+
+    def start(self) -> None:
+        """The node's components; network() ran before the control plane started."""
+        self.t0 = time.monotonic()
+        self.containerd()
+        self.coredns()
+        self.kubelet()
+        self.kube_proxy()
+        cp.wait_until(f"node {NODE} Ready", self.node_ready,
+                      self.components + self.plane.components, 120)
+        self.timings["node"] = time.monotonic() - self.t0
+
+    def check(self) -> Optional[str]:
+        for c in self.components:
+            if not c.alive():
+                return f"{c.name} exited:\n{c.tail()}"
+        return None
+
+    def stop(self) -> None:
+        for c in reversed(self.components):
+            c.stop()
+        self.components.clear()
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+# --- the supervisor -----------------------------------------------------------------------
+
+class Stop(Exception):
+    pass
+
+
+def on_signal(*_):
+    raise Stop()
+
+
+def serve(args) -> int:
+    plane = cp.ControlPlane(args.dir, args.tools, address=NODE_IP, nodes=True)
+    node = Node(plane, args.images)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        try:
+            clean_host(plane.dir)  # an earlier run's leftovers
+            node.network()  # the apiserver binds the node's address
+            plane.start()
+            node.start()
+        except Exception as e:  # noqa: BLE001
+            with open(os.path.join(plane.dir, "failed"), "w") as f:
+                f.write(str(e))
+            log(f"failed: {e}")
+            return 1
+        times = ", ".join(f"{k} {v:.1f} s" for k, v in plane.timings.items())
+        with open(os.path.join(plane.dir, "env"), "a") as f:
+            f.write(f"NODE={NODE}\nNODE_IP={NODE_IP}\nCONTAINERD={node.sock}\n")
+        with open(os.path.join(plane.dir, "ready"), "w") as f:
+            f.write(times + "\n")
+        log(f"ready ({times}); kubeconfig {plane.kubeconfig}")
+        while True:
+            time.sleep(1)
+            problem = node.check() or plane.check()
+            if problem:
+                log(problem)
+                return 1
+            if args.owner and not cp.pid_alive(args.owner):
+                log(f"owner {args.owner} is gone: stopping")
+                return 0
+    except Stop:
+        return 0
+    finally:
+        node.stop()
+        plane.stop()
+        clean_host(plane.dir)
+
+
+def cmd_up(args) -> int:
+    os.makedirs(args.dir, exist_ok=True)
+    cmd_down(args, quiet=True)
+    for f in ("ready", "failed"):
+        try:
+            os.remove(os.path.join(args.dir, f))
+        except FileNotFoundError:
+            pass
+    out = open(os.path.join(args.dir, "cluster.log"), "ab")
+    argv = [sys.executable, os.path.abspath(__file__), "serve", "--dir", args.dir, "--tools",
+            args.tools, "--owner", str(args.owner)]
+    if args.images:
+        argv += ["--images", args.images]
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    with open(os.path.join(args.dir, "serve.pid"), "w") as f:
+        f.write(str(proc.pid))
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < STARTUP_LIMIT:
+        if os.path.exists(os.path.join(args.dir, "ready")):
+            with open(os.path.join(args.dir, "ready")) as f:
+                log(f"up in {time.monotonic() - t0:.1f} s ({f.read().strip()})")
+            return 0
+        if proc.poll() is not None or os.path.exists(os.path.join(args.dir, "failed")):
+            break
+        time.sleep(0.2)
+    proc.terminate()
+    proc.wait(60)
+    with open(os.path.join(args.dir, "cluster.log"), errors="replace") as f:
+        sys.stderr.write(f.read()[-6000:])
+    log("did not start")
+    return 1
+
+
+def cmd_down(args, quiet: bool = False) -> int:
+    pidfile = os.path.join(args.dir, "serve.pid")
+    try:
+        with open(pidfile) as f:
+            pid = int(f.read())
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            ours = b"cluster.py" in f.read()
+    except (OSError, ValueError):
+        ours = False
+    if ours:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 90
+        while cp.pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if cp.pid_alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    try:
+        os.remove(pidfile)
+    except OSError:
+        pass
+    clean_host(os.path.abspath(args.dir))  # also when the supervisor died without cleaning
+    if not quiet:
+        for d in ("etcd", "node"):
+            shutil.rmtree(os.path.join(args.dir, d), ignore_errors=True)
+        log("stopped")
+    return 0
+
+
+def cmd_run(args) -> int:
+    args.owner = 0
+    return serve(args)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("up", "run", "serve"):
+        p = sub.add_parser(name)
+        p.add_argument("--dir", required=True)
+        p.add_argument("--tools", required=True)
+        p.add_argument("--images", default="")
+        p.add_argument("--owner", type=int, default=0)
+    sub.add_parser("down").add_argument("--dir", required=True)
+    args = ap.parse_args()
+    args.dir = os.path.abspath(args.dir)
+    if args.cmd != "down":
+        args.tools = os.path.abspath(args.tools)
+        args.images = os.path.abspath(args.images) if args.images else ""
+    return {"up": cmd_up, "down": cmd_down, "run": cmd_run, "serve": serve}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    if os.geteuid() != 0:
+        sys.exit("cluster.py: a node needs root (network, mounts, cgroups)")
+    sys.exit(main())

@@ -2,9 +2,18 @@
 #   docker build -f deploy/docker/kturn-auth.Dockerfile -t kturn/kturn-auth:0.1.0 .
 # In Kubernetes: deploy/helm/kturn (or deploy/manifests/kturn.yaml).
 
+# The base images are build arguments whose defaults are the real ones, debian:12 and
+# gcr.io/distroless/cc-debian12:nonroot; scripts/build-images.sh, which has no registry, passes
+# stand-ins it makes from Debian packages (--build-arg BUILD_IMAGE=... RUNTIME_IMAGE=...).
+ARG BUILD_IMAGE=debian:12
+ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
+
 # Build stage: Debian 12 with the packages of scripts/install-deps.sh that building needs (no
-# test, benchmark or interop packages), then only the kturn-auth target.
-FROM debian:12 AS build
+# test, benchmark or interop packages), then the three binaries. It is the same in the three
+# Dockerfiles up to the last RUN, so a builder with a layer cache (buildah --layers, BuildKit)
+# compiles once for all three images: the binaries share most of their libraries, and one
+# target alone takes nearly as long as all three.
+FROM ${BUILD_IMAGE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
@@ -19,7 +28,7 @@ COPY src/ src/
 COPY bpf/ bpf/
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DKTURN_BUILD_TESTS=OFF -DKTURN_BUILD_BENCH=OFF \
- && cmake --build build --target kturn-auth
+ && cmake --build build --target kturnd kturn-operator kturn-auth
 COPY deploy/docker/stage-runtime.sh /usr/local/bin/
 RUN sh /usr/local/bin/stage-runtime.sh build/kturn-auth /rootfs
 
@@ -28,7 +37,7 @@ RUN sh /usr/local/bin/stage-runtime.sh build/kturn-auth /rootfs
 # debian:12-slim). Its :nonroot tag already runs as 65532; USER says so here too, numerically,
 # so that Kubernetes' runAsNonRoot can verify it. kturn-auth listens on 8088 and needs no
 # capability.
-FROM gcr.io/distroless/cc-debian12:nonroot
+FROM ${RUNTIME_IMAGE}
 COPY --from=build /rootfs/ /
 USER 65532:65532
 EXPOSE 8088/tcp

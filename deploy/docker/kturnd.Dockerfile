@@ -4,9 +4,18 @@
 #                   kturn/kturnd:0.1.0 -c /etc/kturn/stunnerd.conf
 # In Kubernetes the operator runs it from the Dataplane (deploy/helm/kturn).
 
+# The base images are build arguments whose defaults are the real ones, debian:12 and
+# gcr.io/distroless/cc-debian12:nonroot; scripts/build-images.sh, which has no registry, passes
+# stand-ins it makes from Debian packages (--build-arg BUILD_IMAGE=... RUNTIME_IMAGE=...).
+ARG BUILD_IMAGE=debian:12
+ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
+
 # Build stage: Debian 12 with the packages of scripts/install-deps.sh that building needs (no
-# test, benchmark or interop packages), then only the kturnd target.
-FROM debian:12 AS build
+# test, benchmark or interop packages), then the three binaries. It is the same in the three
+# Dockerfiles up to the last RUN, so a builder with a layer cache (buildah --layers, BuildKit)
+# compiles once for all three images: the binaries share most of their libraries, and one
+# target alone takes nearly as long as all three.
+FROM ${BUILD_IMAGE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
@@ -21,7 +30,7 @@ COPY src/ src/
 COPY bpf/ bpf/
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DKTURN_BUILD_TESTS=OFF -DKTURN_BUILD_BENCH=OFF \
- && cmake --build build --target kturnd
+ && cmake --build build --target kturnd kturn-operator kturn-auth
 COPY deploy/docker/stage-runtime.sh /usr/local/bin/
 RUN sh /usr/local/bin/stage-runtime.sh build/kturnd /rootfs
 
@@ -35,7 +44,7 @@ RUN sh /usr/local/bin/stage-runtime.sh build/kturnd /rootfs
 # NET_BIND_SERVICE for a root kturnd). A file capability would do nothing under the
 # allowPrivilegeEscalation: false the chart sets (no_new_privs disables file capabilities), and
 # would make exec fail with EPERM in any container whose capability set lacks NET_BIND_SERVICE.
-FROM gcr.io/distroless/cc-debian12:nonroot
+FROM ${RUNTIME_IMAGE}
 COPY --from=build /rootfs/ /
 USER 65532:65532
 # TURN (UDP and TCP; the listeners come from the config), metrics, health.

@@ -3,13 +3,18 @@
 
   * one Dockerfile per image (kturnd, kturn-operator, kturn-auth), each a CMake target;
   * multi-stage: a Debian 12 build stage installing only packages of scripts/install-deps.sh
-    and building only its own target, then gcr.io/distroless/cc-debian12:nonroot with a
+    and building the three binaries, then gcr.io/distroless/cc-debian12:nonroot with a
     numeric non-root USER and an exec-form ENTRYPOINT, nothing run in it;
-  * the three build stages are the same but for the target (they cannot drift apart);
+  * the two base images are build arguments (BUILD_IMAGE, RUNTIME_IMAGE) whose defaults are
+    those real images, so scripts/build-images.sh can pass local stand-ins;
+  * the three build stages are the same up to their last step, which stages each image's own
+    binary: a builder's layer cache compiles once for the three images, and they cannot drift
+    apart;
   * nothing is fetched from the network but base images and Debian packages: no ADD of a URL,
     no curl or wget; no setcap (the chart grants low ports through the pod, see the comment in
     kturnd.Dockerfile); COPY reads only what .dockerignore lets into the context;
-  * ports and image names agree with the chart;
+  * ports and image names agree with the chart, also the names scripts/build-images.sh gives
+    the images, which passes each Dockerfile's base-image arguments;
   * stage-runtime.sh, run on a system binary, bundles exactly the shared libraries the
     distroless image lacks and fails on a library that does not resolve.
 
@@ -78,12 +83,33 @@ def instructions(text):
     return out
 
 
-def stages(parsed):
-    """[[instructions of one stage, FROM first]]."""
-    out = []
+def global_args(parsed):
+    """{name: default} of the ARGs before the first FROM (the only instruction allowed there)."""
+    out = {}
     for keyword, args in parsed:
         if keyword == "FROM":
+            break
+        assert keyword == "ARG", f"{keyword} before the first FROM"
+        name, _, default = args.partition("=")
+        out[name] = default
+    return out
+
+
+def expand(text, variables):
+    """text with ${NAME} and $NAME replaced as Docker does for a FROM line."""
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: variables[m.group(1) or m.group(2)], text)
+
+
+def stages(parsed, resolve=True):
+    """[[instructions of one stage, FROM first]], the FROM lines' build arguments replaced by
+    their defaults unless resolve is False."""
+    defaults = global_args(parsed)
+    out = []
+    for keyword, args in parsed[len(defaults):]:
+        if keyword == "FROM":
             out.append([])
+            if resolve:
+                args = expand(args, defaults)
         assert out, "an instruction before the first FROM"
         out[-1].append((keyword, args))
     return out
@@ -124,6 +150,16 @@ class DockerfileTest(unittest.TestCase):
         self.assertEqual(present, set(IMAGES))
         self.assertLessEqual({t for t, _ in IMAGES.values()}, cmake_targets())
 
+    def test_base_images_are_build_arguments(self):
+        for name in IMAGES:
+            parsed = instructions(read(os.path.join("deploy", "docker", name)))
+            with self.subTest(dockerfile=name):
+                self.assertEqual(global_args(parsed),
+                                 {"BUILD_IMAGE": BUILD_IMAGE, "RUNTIME_IMAGE": RUNTIME_IMAGE})
+                froms = [s[0] for s in stages(parsed, resolve=False)]
+                self.assertEqual(froms[0], ("FROM", "${BUILD_IMAGE} AS build"))
+                self.assertEqual(froms[-1], ("FROM", "${RUNTIME_IMAGE}"))
+
     def test_build_stage(self):
         packages = install_deps_packages()
         for name, target, _, parsed in self.each():
@@ -138,20 +174,23 @@ class DockerfileTest(unittest.TestCase):
                 wanted = {w for w in install.group(1).split() if not w.startswith("-")}
                 self.assertLessEqual(wanted, packages, "packages outside install-deps.sh")
                 self.assertIn("rm -rf /var/lib/apt/lists/*", runs)
-                self.assertIn(f"cmake --build build --target {target}", runs)
+                self.assertIn("cmake --build build --target " +
+                              " ".join(t for t, _ in IMAGES.values()), runs)
                 self.assertIn("-DKTURN_BUILD_TESTS=OFF", runs)
                 self.assertIn("-DCMAKE_BUILD_TYPE=Release", runs)
                 self.assertIn(f"stage-runtime.sh build/{target} /rootfs", runs)
 
-    def test_build_stages_differ_only_in_target(self):
-        normalized = {}
+    def test_build_stages_differ_only_in_the_binary_they_stage(self):
+        shared, last = {}, {}
         for name, target, _, parsed in self.each():
-            normalized[name] = [(k, re.sub(rf"\b{re.escape(target)}\b", "TARGET", a))
-                                for k, a in parsed[0]]
-        first = next(iter(normalized.values()))
-        for name, stage in normalized.items():
-            with self.subTest(dockerfile=name):
-                self.assertEqual(stage, first)
+            shared[name] = parsed[0][:-1]
+            kind, args = parsed[0][-1]
+            last[name] = (kind, re.sub(rf"\bbuild/{re.escape(target)}\b", "build/TARGET", args))
+        for table in (shared, last):
+            first = next(iter(table.values()))
+            for name, value in table.items():
+                with self.subTest(dockerfile=name):
+                    self.assertEqual(value, first)
 
     def test_runtime_stage(self):
         for name, target, _, parsed in self.each():
@@ -215,6 +254,46 @@ class DockerfileTest(unittest.TestCase):
             with self.subTest(dockerfile=name):
                 self.assertIn(f"docker build -f deploy/docker/{name} -t "
                               f"{repository}:{APP_VERSION} .", read(f"deploy/docker/{name}"))
+
+
+class BuildImagesScriptTest(unittest.TestCase):
+    """scripts/build-images.sh, read (running it takes root, buildah and half an hour)."""
+
+    SCRIPT = os.path.join("scripts", "build-images.sh")
+    MEDIA_ECHO = os.path.join("tests", "e2e", "media-echo.Containerfile")
+
+    def setUp(self):
+        self.text = read(self.SCRIPT)
+        table = re.search(r"declare -A repository=\((.*?)\n\)", self.text, re.S).group(1)
+        self.repository = dict(re.findall(r"\[([\w-]+)\]=(\S+)", table))
+
+    def test_syntax(self):
+        subprocess.run(["bash", "-n", os.path.join(REPO, self.SCRIPT)], check=True)
+
+    def test_names_the_charts_images(self):
+        for name, (target, values_key) in IMAGES.items():
+            with self.subTest(dockerfile=name):
+                self.assertEqual(self.repository.get(target),
+                                 VALUES[values_key]["image"]["repository"])
+        self.assertIn("Chart.yaml", self.text, "the default tag is the chart's appVersion")
+
+    def test_passes_every_base_image_argument(self):
+        for path in [os.path.join("deploy", "docker", n) for n in IMAGES] + [self.MEDIA_ECHO]:
+            for arg in global_args(instructions(read(path))):
+                with self.subTest(file=path, arg=arg):
+                    self.assertIn(f'--build-arg "{arg}=', self.text)
+
+    def test_media_echo_runs_as_non_root(self):
+        parsed = instructions(read(self.MEDIA_ECHO))
+        self.assertIn("media-echo", self.repository)
+        final = stages(parsed)[-1]
+        self.assertEqual(final[0], ("FROM", BUILD_IMAGE), "its default base is debian:12")
+        users = [a for k, a in final if k == "USER"]
+        self.assertEqual(len(users), 1)
+        uid, _, gid = users[0].partition(":")
+        self.assertTrue(uid.isdigit() and int(uid) != 0 and gid.isdigit() and int(gid) != 0)
+        self.assertEqual([json.loads(a) for k, a in final if k == "ENTRYPOINT"],
+                         [["/usr/bin/turnutils_peer"]])
 
 
 @unittest.skipUnless(all(shutil.which(t) for t in ("sh", "ldd", "gcc", "strip", "install")),

@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build run test test-tools manifests test-unit test-interop clean format config-reference
+.PHONY: deps configure build run test test-tools manifests test-unit test-interop test-e2e clean format config-reference
 
 deps:
 	@bash scripts/install-deps.sh
@@ -39,6 +39,12 @@ test-unit: build test-tools
 
 test-interop: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -L interop
+
+# Source document 000's example on a real single-node Kubernetes on this machine (tests/e2e/):
+# kturn's images built from its Dockerfiles, the chart installed, calls from the host through the
+# Gateway's node port to a media pod. Root; about 15 minutes once the tools and images are cached.
+test-e2e: deps
+	@bash tests/e2e/run.sh $(BUILD_DIR)
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i

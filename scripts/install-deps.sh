@@ -27,6 +27,10 @@ packages=(
   python3-yaml openssl
   # tools the tests use
   iproute2 procps ethtool libcap2-bin
+  # make test-e2e's node (tests/e2e/cluster.py) and images (scripts/build-images.sh): the
+  # container runtime, its CNI plugins and kube-proxy's iptables; buildah and debootstrap build
+  # kturn's images from its Dockerfiles on local base images, without a Docker engine
+  containerd runc containernetworking-plugins iptables conntrack buildah skopeo debootstrap
 )
 
 missing=()

@@ -10,7 +10,7 @@ Test tools only, never shipped.
     cluster.py run  --dir DIR --tools TOOLS [--images DIR]   the same in the foreground
 
 TOOLS is the folder scripts/build-test-tools.sh --link made. --images is a folder that
-scripts/build-images.sh wrote (archives and their list, images.txt): they are imported into the
+scripts/build-images.sh wrote (archives and their list, images.tsv): they are imported into the
 node's containerd before the kubelet starts, so that pods find them without a registry.
 
 The node's network: a bridge, kturn-e2e0, with the node's address (10.244.0.1) and its pods'
@@ -259,6 +259,9 @@ state = "{self.dir}/containerd/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        # runc's state beside containerd's, not in /run/containerd, where a system containerd
+        # would keep its own.
+        Root = "{self.dir}/runc"
 """
         path = write(os.path.join(self.dir, "containerd.toml"), config)
         c = cp.Component("containerd", ["containerd", "--config", path], self.plane.logs)
@@ -324,12 +327,12 @@ state = "{self.dir}/containerd/state"
 
     def import_images(self) -> None:
         archives = [self.pause_image()]
-        listing = os.path.join(self.images, "images.txt") if self.images else ""
-        if listing and os.path.exists(listing):
-            with open(listing) as f:
+        listing = os.path.join(self.images, "images.tsv") if self.images else ""
+        if listing:
+            with open(listing) as f:  # image name, archive file, image id
                 for line in f:
                     if line.strip() and not line.startswith("#"):
-                        archives.append(os.path.join(self.images, line.split()[-1]))
+                        archives.append(os.path.join(self.images, line.split("\t")[1]))
         for a in archives:
             self.ctr("images", "import", "--all-platforms", a)
         names = self.ctr("images", "ls", "-q").stdout.split()

@@ -1,0 +1,547 @@
+#!/usr/bin/python3
+"""Source document 000's example on a real single-node cluster (tests/e2e/cluster.py), as a
+platform team runs it and as a client on the internet reaches it: kturn's images, built from its
+Dockerfiles (scripts/build-images.sh), in pods that the kubelet runs under containerd and runc.
+
+Day 1:
+  1. `helm install` of deploy/helm/kturn, waiting until the operator and kturn-auth
+     Deployments are available (their pods run, their probes pass).
+  2. The seed's manifests (tests/golden/seed000/input, less its hand-written EndpointSlice) and
+     a media-server Deployment behind the Service the UDPRoute names: the UDP echo of coturn's
+     turnutils_peer. The operator renders the Gateway; its kturnd Deployment becomes available
+     and the Gateway Programmed. Without a cloud the LoadBalancer Service keeps no external
+     address: the test says what the Gateway's status says of it.
+  3. From the host, as a client would: a credential from kturn-auth's /ice (its Service, through
+     kube-proxy); coturn's turnutils_uclient allocates on kturnd through the Gateway Service's
+     node port and relays to the media pod by its pod IP, every message echoed; a peer the
+     routes do not name (the operator's pod) is refused with 403.
+
+Day 2, each step with a call in progress (a uclient call of two allocations to the media pod,
+started before the step and ended after it: its packets sent, echoed and lost are printed, and
+none may be lost):
+  4. The auth Secret rotated in place: kturn-auth mints with the new secret once the operator
+     pushes it, a new allocation with such a credential succeeds at once, and one with a
+     credential minted before the rotation still does (the operator serves the replaced
+     secret as previous_secret).
+  5. The media Deployment scaled 1 -> 3 -> 1: kturnd permits the new pods once their
+     EndpointSlice lists them, and refuses (403) the removed pods' addresses once it no longer
+     does. The call's pod carries the highest pod-deletion-cost, so the scale-down keeps it.
+  6. The kturnd Deployment rolled to a new image tag (the Dataplane's image): the old pod drains
+     (Terminating, /status TERMINATING, its allocations relayed to the end), a call started
+     once kube-proxy routes new flows to the new pod lands there (its /status counts it), then
+     the drain is ended as docs/operations.md says (delete --grace-period=0).
+  7. The operator pod deleted: relaying goes on; the Deployment's new pod takes the Lease and
+     renders again (a scale of the media Deployment reaches kturnd's allow-list).
+  8. The Gateway deleted: its Deployment and Service (owned by it) are garbage-collected, its
+     pods terminate and drain.
+
+  /usr/bin/python3 tests/e2e/e2e_test.py --cluster DIR     (DIR: cluster.py's --dir)
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from typing import Callable, Dict, List, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "interop"))
+sys.path.insert(0, os.path.join(REPO, "tests", "support"))
+import harness as h  # noqa: E402
+import control_plane as cp  # noqa: E402
+
+import yaml  # noqa: E402
+
+CHART = os.path.join(REPO, "deploy", "helm", "kturn")
+SEED = os.path.join(REPO, "tests", "golden", "seed000", "input")
+RELEASE = "kturn"
+SYSTEM_NS = "kturn-system"
+GW_NS, GW_NAME = "media", "media-server-gateway"
+MEDIA_PORT = 10000  # the seed's media-server Service port; turnutils_peer echoes on it
+MESSAGES = 50
+NEW_TAG = "0.1.1"  # the kturnd tag of step 6 (tests/e2e/run.sh builds it)
+
+
+class Cluster:
+    """kubectl and helm on the cluster cluster.py runs."""
+
+    def __init__(self, dirpath: str):
+        self.dir = dirpath
+        self.env = cp.read_env(dirpath)
+        self.kubeconfig = self.env["KUBECONFIG"]
+        self.bin = os.path.join(self.env["TOOLS"], "bin")
+
+    def kubectl(self, *args: str, input: Optional[str] = None, check: bool = True) -> str:
+        r = subprocess.run([os.path.join(self.bin, "kubectl"), "--kubeconfig", self.kubeconfig,
+                            *args], input=input, capture_output=True, text=True, timeout=120)
+        h.check(r.returncode == 0 or not check,
+                f"kubectl {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def helm(self, *args: str) -> str:
+        r = subprocess.run([os.path.join(self.bin, "helm"), "--kubeconfig", self.kubeconfig,
+                            *args], capture_output=True, text=True, timeout=600)
+        h.check(r.returncode == 0, f"helm {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def get(self, kind: str, name: str = "", ns: str = "", selector: str = "") -> dict:
+        args = ["get", kind] + ([name] if name else []) + (["-n", ns] if ns else [])
+        args += (["-l", selector] if selector else []) + ["-o", "json"]
+        return json.loads(self.kubectl(*args) or "{}")
+
+    def apply(self, docs: List[dict]) -> None:
+        self.kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(d) for d in docs))
+
+    def describe(self) -> str:
+        """What a failing test prints: the pods, the events, the Gateway."""
+        return "\n".join([
+            self.kubectl("get", "pods", "-A", "-o", "wide", check=False),
+            self.kubectl("get", "events", "-A", "--sort-by", ".lastTimestamp", check=False)[-6000:],
+            self.kubectl("get", "gateways", "-A", "-o", "yaml", check=False)[-4000:],
+        ])
+
+
+def wait_for(what: str, fn: Callable[[], object], timeout: float) -> object:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+            if last:
+                return last
+        except h.TestFailure:
+            pass
+        time.sleep(1)
+    raise h.TestFailure(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def condition(obj: dict, ctype: str) -> Optional[dict]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == ctype),
+                None)
+
+
+def media_server() -> List[dict]:
+    """The media server the seed's UDPRoute names: a Deployment of UDP echoes and its Service
+    (a selector this time, so the endpointslice controller keeps its EndpointSlice)."""
+    labels = {"app.kubernetes.io/name": "media-server"}
+    return [
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": "media-server", "namespace": GW_NS},
+         "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                  "template": {"metadata": {"labels": labels}, "spec": {
+                      "terminationGracePeriodSeconds": 1,
+                      "securityContext": {"runAsNonRoot": True},
+                      "containers": [{
+                          "name": "echo", "image": "kturn-e2e/media-echo:0.1.0",
+                          "imagePullPolicy": "Never",
+                          "args": ["-p", str(MEDIA_PORT)],
+                          "ports": [{"name": "rtp", "containerPort": MEDIA_PORT,
+                                     "protocol": "UDP"}],
+                          "securityContext": {"allowPrivilegeEscalation": False,
+                                              "capabilities": {"drop": ["ALL"]}}}]}}}},
+        {"apiVersion": "v1", "kind": "Service",
+         "metadata": {"name": "media-server", "namespace": GW_NS},
+         "spec": {"selector": labels, "ports": [{"name": "rtp", "protocol": "UDP",
+                                                 "port": MEDIA_PORT}]}},
+    ]
+
+
+def seed_manifests() -> List[dict]:
+    docs = []
+    for f in sorted(os.listdir(SEED)):
+        with open(os.path.join(SEED, f)) as fh:
+            for doc in yaml.safe_load_all(fh):
+                # The seed's media-server stand-ins (a Service without a selector and its
+                # hand-written EndpointSlice) give way to the real Deployment and Service.
+                if isinstance(doc, dict) and doc["kind"] not in ("Service", "EndpointSlice"):
+                    docs.append(doc)
+    namespaces = sorted({d["metadata"]["namespace"] for d in docs
+                         if "namespace" in d.get("metadata", {})})
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+            for n in namespaces] + docs
+
+
+def deployment_available(c: Cluster, name: str, ns: str) -> bool:
+    dep = c.get("deployment", name, ns)
+    cond = condition(dep, "Available")
+    return bool(cond and cond["status"] == "True" and
+                dep["status"].get("updatedReplicas") == dep["spec"]["replicas"])
+
+
+def pod_ips(c: Cluster, ns: str, selector: str) -> List[str]:
+    pods = c.get("pods", ns=ns, selector=selector)["items"]
+    return sorted(p["status"]["podIP"] for p in pods
+                  if p["status"].get("phase") == "Running" and p["status"].get("podIP") and
+                  not p["metadata"].get("deletionTimestamp"))
+
+
+def ice_credential(c: Cluster, quiet: bool = False) -> Dict[str, str]:
+    """A TURN credential from kturn-auth's /ice, through its Service's cluster IP."""
+    svc = c.get("service", f"{RELEASE}-auth", SYSTEM_NS)
+    port = svc["spec"]["ports"][0]["port"]
+    url = (f"http://{svc['spec']['clusterIP']}:{port}/ice?" +
+           urllib.parse.urlencode({"service": "turn", "username": "e2e-client"}))
+    with urllib.request.urlopen(url, timeout=5) as r:
+        body = json.loads(r.read())
+    servers = body["iceServers"]
+    h.check(servers and servers[0].get("username") and servers[0].get("credential"),
+            f"/ice answered no credential: {body}")
+    if not quiet:
+        print(f"kturn-auth {url}: {len(servers)} ICE server(s), urls {servers[0]['urls']}")
+    return servers[0]
+
+
+class Call:
+    """A uclient call through kturnd to a media pod: two allocations, `messages` each, one every
+    `interval_ms`, running in the background while a step happens."""
+
+    def __init__(self, workdir: str, turn: tuple, cred: Dict[str, str], peer: str, tag: str,
+                 messages: int = MESSAGES, interval_ms: int = 5):
+        self.peer, self.tag, self.messages = peer, tag, messages
+        argv = ["turnutils_uclient", "-p", str(turn[1]), "-e", peer, "-r", str(MEDIA_PORT),
+                "-m", "2", "-n", str(messages), "-l", "100", "-z", str(interval_ms), "-c",
+                "-u", cred["username"], "-w", cred["credential"], turn[0]]
+        self.proc = h.Proc(f"uclient-{tag}", argv, workdir)
+        h.register_log(self.proc.log_path)
+        self.proc.start()
+
+    def finish(self, timeout: float = 120) -> Dict[str, int]:
+        import uclient_test  # the summary parser of the uclient interop test
+        rc = self.proc.wait(timeout=timeout)
+        out = self.proc.output()
+        h.check(rc == 0, f"uclient {self.tag} exited with {rc}:\n" +
+                "\n".join(out.splitlines()[-8:]))
+        s = uclient_test.parse_summary(out)
+        print(f"call {self.tag} to {self.peer}:{MEDIA_PORT}: sent {s['sent']}, echoed "
+              f"{s['recv']}, lost {s['lost']}")
+        h.check(s["sent"] == 2 * self.messages and s["recv"] == 2 * self.messages and
+                s["lost"] == 0, f"call {self.tag}: {s}")
+        return s
+
+
+def permission(turn: tuple, cred: Dict[str, str], peer: str) -> Optional[int]:
+    """CreatePermission for `peer` on a new allocation, released afterwards: None when granted,
+    else the error code (0: the Allocate itself failed)."""
+    with h.TurnClient(turn, cred["username"], cred["credential"], local_host=turn[0]) as t:
+        try:
+            t.allocate()
+        except h.TestFailure:
+            return 0
+        r = t.create_permission((peer, 9))
+        t.refresh(0)
+        if r.cls == h.SUCCESS:
+            return None
+        err = r.error_code()
+        return err[0] if err else -1
+
+
+def allocate(turn: tuple, cred: Dict[str, str]) -> str:
+    """One Allocate, released at once: "ok", or what refused it."""
+    with h.TurnClient(turn, cred["username"], cred["credential"], local_host=turn[0]) as t:
+        try:
+            t.allocate()
+        except h.TestFailure as e:
+            return str(e)
+        t.refresh(0)
+        return "ok"
+
+
+def kturnd_status(pod_ip: str) -> dict:
+    """kturnd's /status (its health endpoint, on the pod IP)."""
+    with urllib.request.urlopen(f"http://{pod_ip}:8086/status", timeout=3) as r:
+        return json.loads(r.read())
+
+
+def kturnd_pods(c: Cluster) -> List[dict]:
+    return c.get("pods", ns=GW_NS,
+                 selector=f"stunner.l7mp.io/related-gateway-name={GW_NAME}")["items"]
+
+
+def endpoint_state(c: Cluster, ip: str) -> Optional[Dict[str, bool]]:
+    """The conditions of the Gateway Service's endpoint `ip` in its EndpointSlices."""
+    slices = c.get("endpointslices", ns=GW_NS,
+                   selector=f"kubernetes.io/service-name={GW_NAME}")["items"]
+    for sl in slices:
+        for ep in sl.get("endpoints") or []:
+            if ip in ep["addresses"]:
+                cond = ep.get("conditions", {})
+                return {k: bool(cond.get(k)) for k in ("ready", "serving", "terminating")}
+    return None
+
+
+def dnat_targets() -> set:
+    """The pod IPs kube-proxy's iptables rules send new flows to (this machine is the node)."""
+    out = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True,
+                         check=True).stdout
+    return {w.split(":")[0] for line in out.splitlines() if "KUBE-SEP" in line
+            for w in line.split() if w.count(".") == 3 and ":" in w}
+
+
+def media_pods(c: Cluster) -> List[str]:
+    return pod_ips(c, GW_NS, "app.kubernetes.io/name=media-server")
+
+
+def wait_count(what: str, fn: Callable[[], List[str]], n: int, timeout: float) -> List[str]:
+    return wait_for(what, lambda: (lambda got: got if len(got) == n else None)(fn()), timeout)
+
+
+def body(args: argparse.Namespace, workdir: str) -> None:
+    c = Cluster(args.cluster)
+    node_ip = c.env["NODE_IP"]
+    timings: Dict[str, float] = {}
+    t0 = time.monotonic()
+    h.register_cleanup(lambda: None if args.passed else print(c.describe()))
+
+    # 1. The chart.
+    c.helm("install", RELEASE, CHART, "-n", SYSTEM_NS, "--create-namespace", "--wait",
+           "--timeout", "5m")
+    for name in (f"{RELEASE}-operator", f"{RELEASE}-auth"):
+        h.check(deployment_available(c, name, SYSTEM_NS), f"{name} is not available")
+    timings["helm install"] = time.monotonic() - t0
+    print(f"helm install: operator and kturn-auth available in {timings['helm install']:.1f} s")
+
+    # 2. The seed, and the media server.
+    c.apply(seed_manifests())
+    c.apply(media_server())
+    wait_for("the media server", lambda: deployment_available(c, "media-server", GW_NS), 120)
+    wait_for(f"the Gateway's kturnd Deployment {GW_NS}/{GW_NAME}",
+             lambda: deployment_available(c, GW_NAME, GW_NS), 180)
+    gw = wait_for("the Gateway Programmed", lambda: (
+        lambda g: g if (condition(g, "Programmed") or {}).get("status") == "True" else None)(
+            c.get("gateway", GW_NAME, GW_NS)), 60)
+    timings["gateway programmed"] = time.monotonic() - t0
+    print(f"Gateway {GW_NS}/{GW_NAME}: Programmed ({condition(gw, 'Programmed')['message']}),"
+          f" addresses {gw['status'].get('addresses')}")
+    svc = c.get("service", GW_NAME, GW_NS)
+    print(f"Service {GW_NS}/{GW_NAME}: type {svc['spec']['type']}, load balancer "
+          f"{svc['status'].get('loadBalancer') or 'pending (no cloud)'}")
+    udp = next(p for p in svc["spec"]["ports"] if p["protocol"] == "UDP")
+    node_port = udp["nodePort"]
+    media = pod_ips(c, GW_NS, "app.kubernetes.io/name=media-server")
+    h.check(len(media) == 1, f"media-server pods: {media}")
+    operator = pod_ips(c, SYSTEM_NS, "app.kubernetes.io/component=operator")
+    h.check(operator, "no operator pod runs")
+
+    # 3. A client from outside the cluster.
+    turn = (node_ip, node_port)
+    cred = ice_credential(c)
+    Call(workdir, turn, cred, media[0], "day1").finish()
+    timings["first call"] = time.monotonic() - t0
+    refused = permission(turn, cred, operator[0])
+    print(f"CreatePermission to the operator pod {operator[0]}: {refused}")
+    h.check(refused == 403, f"a peer the routes do not name: {refused}")
+
+    steps = [("rotate the auth Secret", rotate_secret), ("scale the media server", scale_media),
+             ("roll kturnd to a new tag", roll_kturnd), ("delete the operator pod", kill_operator),
+             ("delete the Gateway", delete_gateway)]
+    for n, (name, step) in enumerate(steps, start=4):
+        start = time.monotonic()
+        print(f"--- {n}. {name}")
+        step(c, workdir, turn, media[0])
+        timings[name] = time.monotonic() - start
+    print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+    args.passed = True
+
+
+def print_warnings(c: Cluster) -> None:
+    """What kturn's pods logged at warning level or above (kept by the kubelet for the pods
+    still there): not checked, printed for whoever reads the run."""
+    for ns in (SYSTEM_NS, GW_NS):
+        for pod in c.get("pods", ns=ns)["items"]:
+            name = pod["metadata"]["name"]
+            logs = c.kubectl("logs", "-n", ns, name, "--all-containers", check=False)
+            marks = ("[warning]", "[error]", "[critical]", "WARN", "ERROR")
+            lines = [x for x in logs.splitlines() if any(m in x for m in marks)]
+            print(f"{ns}/{name}: {len(lines)} warning(s)" + "".join(f"\n  {x}" for x in lines[:8]))
+
+
+def rotate_secret(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
+    old = ice_credential(c)
+    call = Call(workdir, turn, old, media, "rotate", messages=400, interval_ms=20)
+    time.sleep(2)
+    new_secret = base64.b64encode(os.urandom(24)).decode()
+    c.apply([{"apiVersion": "v1", "kind": "Secret",
+              "metadata": {"name": "stunner-auth-secret", "namespace": "stunner"},
+              "type": "Opaque", "stringData": {"type": "ephemeral", "secret": new_secret}}])
+    changed = time.monotonic()
+
+    def with_new(cred: Dict[str, str]) -> bool:
+        want = base64.b64encode(hmac.new(new_secret.encode(), cred["username"].encode(),
+                                         hashlib.sha1).digest()).decode()
+        return cred["credential"] == want
+
+    # A client that fetches a credential and allocates at once, all through the switch and for
+    # 5 s after kturn-auth mints with the new secret: kturnd must accept each.
+    switched, failed, results = None, [], []
+    deadline = changed + 60
+    while time.monotonic() < deadline and (switched is None or
+                                           time.monotonic() < switched + 5):
+        cred = ice_credential(c, quiet=True)
+        if switched is None and with_new(cred):
+            switched = time.monotonic()
+        got = allocate(turn, cred)
+        results.append(got)
+        if got != "ok":
+            failed.append(f"{'new' if with_new(cred) else 'old'} secret: {got}")
+        time.sleep(0.2)
+    h.check(switched is not None, "kturn-auth did not mint with the new secret within 60 s")
+    print(f"kturn-auth mints with the new secret {switched - changed:.1f} s after the Secret "
+          f"changed; allocations with a fresh credential through the switch: {len(results)}, "
+          f"failed {len(failed)}")
+    h.check(not failed, f"allocations failed during the rotation: {failed[:5]}")
+    before = allocate(turn, old)
+    print(f"Allocate with a credential minted before the rotation: {before}")
+    h.check(before == "ok", f"a credential minted before the rotation: {before}")
+    call.finish()
+
+
+def scale_media(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
+    cred = ice_credential(c)
+    pod = next(p["metadata"]["name"] for p in
+               c.get("pods", ns=GW_NS, selector="app.kubernetes.io/name=media-server")["items"]
+               if p["status"].get("podIP") == media)
+    c.kubectl("annotate", "pod", "-n", GW_NS, pod, "--overwrite",
+              "controller.kubernetes.io/pod-deletion-cost=1000")
+    call = Call(workdir, turn, cred, media, "scale", messages=500, interval_ms=20)
+    c.kubectl("scale", "deployment", "-n", GW_NS, "media-server", "--replicas", "3")
+    added = [ip for ip in wait_count("3 media pods", lambda: media_pods(c), 3, 120)
+             if ip != media]
+    start = time.monotonic()
+    for ip in added:
+        wait_for(f"kturnd to permit the new pod {ip}",
+                 lambda ip=ip: permission(turn, cred, ip) is None, 60)
+    print(f"scaled to 3: {added} permitted {time.monotonic() - start:.1f} s after Running")
+    c.kubectl("scale", "deployment", "-n", GW_NS, "media-server", "--replicas", "1")
+    wait_for("1 media pod", lambda: media_pods(c) == [media], 120)
+    start = time.monotonic()
+    for ip in added:
+        wait_for(f"kturnd to refuse the removed pod {ip}",
+                 lambda ip=ip: permission(turn, cred, ip) == 403, 60)
+    print(f"scaled to 1: {added} refused (403) {time.monotonic() - start:.1f} s after the "
+          "pods were gone")
+    call.finish()
+
+
+def roll_kturnd(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
+    cred = ice_credential(c)
+    (old,) = [p for p in kturnd_pods(c) if p["status"].get("phase") == "Running"]
+    old_name, old_ip = old["metadata"]["name"], old["status"]["podIP"]
+    call = Call(workdir, turn, cred, media, "roll", messages=1000, interval_ms=20)
+    wait_for("the call's allocations on the old pod",
+             lambda: kturnd_status(old_ip)["allocationCount"] >= 2, 20)
+    image = f"kturn/kturnd:{NEW_TAG}"
+    c.kubectl("patch", "dataplane", "default", "--type", "merge", "-p",
+              json.dumps({"spec": {"image": image}}))
+
+    def new_pod() -> Optional[dict]:
+        for p in kturnd_pods(c):
+            ready = any(x["type"] == "Ready" and x["status"] == "True"
+                        for x in p["status"].get("conditions", []))
+            if p["spec"]["containers"][0]["image"] == image and ready:
+                return p
+        return None
+
+    new = wait_for(f"a kturnd pod of {image} Ready", new_pod, 120)
+    new_ip = new["status"]["podIP"]
+    draining = c.get("pod", old_name, GW_NS)
+    status = kturnd_status(old_ip)
+    print(f"old pod {old_name}: deletionTimestamp "
+          f"{draining['metadata'].get('deletionTimestamp')}, /status {status['status']} with "
+          f"{status['allocationCount']} allocations; new pod {new['metadata']['name']} "
+          f"({new_ip}) Ready")
+    h.check(draining["metadata"].get("deletionTimestamp"), "the old pod is not terminating")
+    h.check(status["status"] == "TERMINATING" and status["allocationCount"] >= 2,
+            f"the old pod should drain its call: {status}")
+    # New clients reach the new pod once kube-proxy has it in its rules: until then, with no
+    # ready endpoint in them, kube-proxy falls back to the terminating pod while it still
+    # serves (the old pod takes such a call and drains it too).
+    ready_at = time.monotonic()
+    wait_for("kube-proxy to send new flows to the new pod only",
+             lambda: old_ip not in dnat_targets() and new_ip in dnat_targets(), 30)
+    print(f"kube-proxy sends new flows to the new pod only {time.monotonic() - ready_at:.1f} s "
+          f"after it was Ready; the old pod's endpoint: {endpoint_state(c, old_ip)}")
+    before = kturnd_status(new_ip)["allocationCount"]
+    late = Call(workdir, turn, cred, media, "roll-new", messages=200, interval_ms=20)
+    wait_for("the new call on the new pod",
+             lambda: kturnd_status(new_ip)["allocationCount"] >= before + 2, 20)
+    print(f"a call started during the drain: on the new pod ({new_ip})")
+    call.finish()
+    late.finish()
+    c.kubectl("delete", "pod", "-n", GW_NS, old_name, "--grace-period=0", "--force")
+    wait_for("the old pod gone",
+             lambda: all(p["metadata"]["name"] != old_name for p in kturnd_pods(c)), 60)
+
+
+def kill_operator(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
+    cred = ice_credential(c)
+    call = Call(workdir, turn, cred, media, "operator", messages=500, interval_ms=20)
+    selector = "app.kubernetes.io/component=operator"
+    (old,) = c.get("pods", ns=SYSTEM_NS, selector=selector)["items"]
+    old_name = old["metadata"]["name"]
+    c.kubectl("delete", "pod", "-n", SYSTEM_NS, old_name, "--wait=false")
+
+    def new_leader() -> Optional[str]:
+        holders = [x["spec"].get("holderIdentity") or ""
+                   for x in c.get("leases", ns=SYSTEM_NS)["items"]]
+        pods = [p["metadata"]["name"] for p in c.get("pods", ns=SYSTEM_NS,
+                                                     selector=selector)["items"]]
+        return next((who for who in holders for p in pods if p != old_name and p in who), None)
+
+    leader = wait_for("a new operator pod to take the Lease", new_leader, 120)
+    print(f"operator pod {old_name} deleted; the Lease is held by {leader}")
+    c.kubectl("scale", "deployment", "-n", GW_NS, "media-server", "--replicas", "2")
+    (added,) = [ip for ip in wait_count("2 media pods", lambda: media_pods(c), 2, 120)
+                if ip != media]
+    wait_for(f"the new leader to permit {added}", lambda: permission(turn, cred, added) is None,
+             60)
+    print(f"the new leader rendered: {added} permitted")
+    call.finish()
+    c.kubectl("scale", "deployment", "-n", GW_NS, "media-server", "--replicas", "1")
+
+
+def delete_gateway(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
+    print_warnings(c)  # while the kturnd pods are there
+    uid = c.get("gateway", GW_NAME, GW_NS)["metadata"]["uid"]
+    for kind in ("deployment", "service"):
+        owners = c.get(kind, GW_NAME, GW_NS)["metadata"].get("ownerReferences", [])
+        h.check(any(o["kind"] == "Gateway" and o["uid"] == uid for o in owners),
+                f"the Gateway's {kind} has no owner reference to it: {owners}")
+    c.kubectl("delete", "gateway", "-n", GW_NS, GW_NAME, "--wait=false")
+
+    def gone() -> bool:
+        return not any(c.kubectl("get", kind, "-n", GW_NS, GW_NAME, "--ignore-not-found",
+                                 "-o", "name") for kind in ("deployment", "service"))
+
+    wait_for("the Gateway's Deployment and Service to be deleted", gone, 120)
+    # Its pods go with the Deployment's ReplicaSet: each drains what it still relays (the calls'
+    # allocations, which turnutils_uclient leaves to expire) before it exits.
+    pods = wait_for("the Gateway's kturnd pods to terminate", lambda: (
+        lambda ps: ps if all(p["metadata"].get("deletionTimestamp") for p in ps) else None)(
+            kturnd_pods(c)), 120)
+    states = [kturnd_status(p["status"]["podIP"])["status"] for p in pods
+              if p["status"].get("podIP")]
+    print(f"Gateway deleted: its Deployment and Service (owned by it) are gone; its pods "
+          f"terminate ({len(pods)} draining: {states})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cluster", required=True, help="cluster.py's --dir")
+    ap.add_argument("--server", default="kturnd")
+    ap.add_argument("--keep-logs", action="store_true")
+    ap.set_defaults(passed=False)
+    h.run_test("e2e", body, ap, overall_timeout=900)
+
+
+if __name__ == "__main__":
+    main()

@@ -14,7 +14,9 @@ Day 1:
   3. From the host, as a client would: a credential from kturn-auth's /ice (its Service, through
      kube-proxy); coturn's turnutils_uclient allocates on kturnd through the Gateway Service's
      node port and relays to the media pod by its pod IP, every message echoed; a peer the
-     routes do not name (the operator's pod) is refused with 403.
+     routes do not name (the operator's pod) is refused with 403. Headless Chromium runs the
+     demo page through a second Gateway's node port: two peer connections, relay only, echo
+     every message over a data channel through the kturnd pod.
 
 Day 2, each step with a call in progress (a uclient call of two allocations to the media pod,
 started before the step and ended after it: its packets sent, echoed and lost are printed, and
@@ -69,6 +71,7 @@ SYSTEM_NS = "kturn-system"
 GW_NS, GW_NAME = "media", "media-server-gateway"
 MEDIA_PORT = 10000  # the seed's media-server Service port; turnutils_peer echoes on it
 MESSAGES = 50
+BROWSER_GW = "browser-gateway"  # the demo page's Gateway (browser_gateway())
 NEW_TAG = "0.1.1"  # the kturnd tag of step 6 (tests/e2e/run.sh builds it)
 
 
@@ -287,6 +290,16 @@ def dnat_targets() -> set:
             for w in line.split() if w.count(".") == 3 and ":" in w}
 
 
+def wait_reachable(turn: tuple, what: str) -> None:
+    """Until a STUN Binding request to `turn` (a node port) is answered: kube-proxy programs a
+    new Service's node port a moment after its endpoints are ready."""
+    start = time.monotonic()
+    wait_for(f"{what} to answer STUN on {turn[0]}:{turn[1]}",
+             lambda: h.stun_binding_probe(turn, timeout=0.5) is not None, 60)
+    print(f"{what}: STUN answered on its node port {turn[0]}:{turn[1]} after "
+          f"{time.monotonic() - start:.1f} s")
+
+
 def media_pods(c: Cluster) -> List[str]:
     return pod_ips(c, GW_NS, "app.kubernetes.io/name=media-server")
 
@@ -334,12 +347,16 @@ def body(args: argparse.Namespace, workdir: str) -> None:
 
     # 3. A client from outside the cluster.
     turn = (node_ip, node_port)
+    wait_reachable(turn, f"Gateway {GW_NS}/{GW_NAME}")
     cred = ice_credential(c)
     Call(workdir, turn, cred, media[0], "day1").finish()
     timings["first call"] = time.monotonic() - t0
     refused = permission(turn, cred, operator[0])
     print(f"CreatePermission to the operator pod {operator[0]}: {refused}")
     h.check(refused == 403, f"a peer the routes do not name: {refused}")
+
+    browser_call(c, args, workdir, cred)
+    timings["browser call"] = time.monotonic() - t0
 
     steps = [("rotate the auth Secret", rotate_secret), ("scale the media server", scale_media),
              ("roll kturnd to a new tag", roll_kturnd), ("delete the operator pod", kill_operator),
@@ -363,6 +380,66 @@ def print_warnings(c: Cluster) -> None:
             marks = ("[warning]", "[error]", "[critical]", "WARN", "ERROR")
             lines = [x for x in logs.splitlines() if any(m in x for m in marks)]
             print(f"{ns}/{name}: {len(lines)} warning(s)" + "".join(f"\n  {x}" for x in lines[:8]))
+
+
+def browser_gateway() -> List[dict]:
+    """For the demo page: a Gateway of the seed's class without a static address (its relay
+    address is then the pod's, which the machine reaches), and a UDPRoute to its own Service,
+    so that two clients of it may relay to each other (STUNner's one-to-one call example)."""
+    return [
+        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+         "metadata": {"name": BROWSER_GW, "namespace": GW_NS},
+         "spec": {"gatewayClassName": "stunner-gatewayclass", "listeners": [
+             {"name": "turn-udp", "port": 3478, "protocol": "TURN-UDP"}]}},
+        {"apiVersion": "stunner.l7mp.io/v1", "kind": "UDPRoute",
+         "metadata": {"name": BROWSER_GW, "namespace": GW_NS},
+         "spec": {"parentRefs": [{"name": BROWSER_GW}],
+                  "rules": [{"backendRefs": [{"name": BROWSER_GW}]}]}},
+    ]
+
+
+def browser_call(c: Cluster, args: argparse.Namespace, workdir: str,
+                 cred: Dict[str, str]) -> None:
+    """Headless Chromium runs the demo page (docs/demo, as chromium_test.py drives it): two
+    RTCPeerConnections, relay candidates only, through the kturnd pod of BROWSER_GW, reached
+    at its Service's node port; a data channel echoes every message."""
+    import chromium_test as ct  # the demo page's driver and checks
+    c.apply(browser_gateway())
+    wait_for(f"the Gateway's kturnd Deployment {GW_NS}/{BROWSER_GW}",
+             lambda: deployment_available(c, BROWSER_GW, GW_NS), 180)
+    # No static address and no cloud to give the LoadBalancer Service one: the Gateway says so.
+    programmed = wait_for("the browser Gateway's Programmed condition", lambda: condition(
+        c.get("gateway", BROWSER_GW, GW_NS), "Programmed"), 30)
+    print(f"Gateway {GW_NS}/{BROWSER_GW}: Programmed {programmed['status']} "
+          f"({programmed['reason']}: {programmed['message']})")
+    h.check(programmed["status"] == "False" and programmed["reason"] == "AddressNotAssigned",
+            f"a Gateway whose load balancer has no address: Programmed {programmed}")
+    svc = c.get("service", BROWSER_GW, GW_NS)
+    port = next(p["nodePort"] for p in svc["spec"]["ports"] if p["protocol"] == "UDP")
+    (pod_ip,) = pod_ips(c, GW_NS, f"stunner.l7mp.io/related-gateway-name={BROWSER_GW}")
+    wait_reachable((c.env["NODE_IP"], port), f"Gateway {GW_NS}/{BROWSER_GW}")
+    ice_server = {"urls": [f"turn:{c.env['NODE_IP']}:{port}?transport=udp"],
+                  "username": cred["username"], "credential": cred["credential"]}
+    page_args = argparse.Namespace(chromium=None, browser_timeout=60.0, messages=MESSAGES,
+                                   size=200, page_timeout=25)
+    with ct.PageServer(workdir) as pages:
+        shown, result = ct.run_page(page_args, workdir, pages.url, ice_server,
+                                    ct.TRANSPORTS["udp"])
+    h.check(shown["phase"] == "done" and result.get("ok") is True and
+            shown["echoed"] == shown["total"] == str(MESSAGES),
+            f"the demo page shows {shown['phase']}: {shown['reason']} (echoed "
+            f"{shown['echoed']} of {shown['total']}; ICE {result.get('ice')})")
+    for side in "ab":
+        for end in ("local", "remote"):
+            kind, addr = shown[f"{side}-{end}-type"], shown[f"{side}-{end}-address"]
+            h.check(kind == "relay" and addr == pod_ip,
+                    f"connection {side}: the selected pair's {end} candidate is {kind} {addr}, "
+                    f"want relay on the kturnd pod {pod_ip}")
+    print(f"chromium: the demo page echoed {shown['echoed']} of {shown['total']} messages "
+          f"through {ice_server['urls'][0]}, relay {shown['a-local-address']}:"
+          f"{shown['a-local-port']} <-> {shown['a-remote-address']}:{shown['a-remote-port']}, "
+          f"round trip median {shown['rtt-median']} ms")
+    c.kubectl("delete", "gateway,udproutes.stunner.l7mp.io", "-n", GW_NS, BROWSER_GW)
 
 
 def rotate_secret(c: Cluster, workdir: str, turn: tuple, media: str) -> None:

@@ -5,7 +5,9 @@ kube-scheduler, and one node: containerd (Debian's), runc, the CNI bridge plugin
 kube-proxy (from the control plane's Kubernetes release), and CoreDNS for the cluster's names.
 Test tools only, never shipped.
 
-    cluster.py up   --dir DIR --tools TOOLS [--images DIR]   start in the background
+    cluster.py up   --dir DIR --tools TOOLS [--images DIR] [--owner PID]
+                                               start in the background, until `down` (or
+                                               until PID exits)
     cluster.py down --dir DIR                                  stop it and remove what it made
     cluster.py run  --dir DIR --tools TOOLS [--images DIR]   the same in the foreground
 
@@ -15,8 +17,9 @@ node's containerd before the kubelet starts, so that pods find them without a re
 
 The node's network: a bridge, kturn-e2e0, with the node's address (10.244.0.1) and its pods'
 (10.244.0.0/24). The apiserver, the kubelet and CoreDNS listen on the node's address, so that pods
-reach them; services are kube-proxy's (iptables mode), on 10.96.0.0/16. Nothing listens on
-another of the machine's addresses, and nothing is routed off it.
+reach them; services are kube-proxy's (iptables mode), on 10.96.0.0/16. Everything else listens on
+loopback, and a rule first in FORWARD drops whatever the pods send out of another interface than
+their bridge: nothing is routed off the machine.
 
 What the cluster changes on the machine, and `down` (or the supervisor on any exit) undoes:
 the bridge and the pods' network namespaces and veths; the iptables and ip6tables rules (saved
@@ -31,15 +34,16 @@ on one machine".
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
-import urllib.request
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import control_plane as cp  # noqa: E402
@@ -180,6 +184,9 @@ def clean_host(dirpath: str) -> None:
     remove_cgroups()
     if os.path.exists(f"/sys/class/net/{BRIDGE}"):
         run("ip", "link", "del", BRIDGE, check=False)
+    # The pods are gone, so are their addresses: host-local's reservations would otherwise
+    # outlive them and use up the pod range over runs.
+    shutil.rmtree(os.path.join(dirpath, "node", "cni-ipam"), ignore_errors=True)
     # veths whose pod side is gone are gone too; one whose netns mount was lazily unmounted
     # goes when its last user does (the processes are dead).
     HostState(dirpath).restore()
@@ -194,7 +201,7 @@ def write(path: str, text: str) -> str:
     return path
 
 
-class Node:
+class Node(cp.ComponentGroup):
     def __init__(self, plane: cp.ControlPlane, images: str):
         self.plane = plane
         self.dir = os.path.join(plane.dir, "node")
@@ -218,6 +225,9 @@ class Node:
         run("ip", "link", "add", BRIDGE, "type", "bridge")
         run("ip", "addr", "add", f"{NODE_IP}/24", "dev", BRIDGE)
         run("ip", "link", "set", BRIDGE, "up")
+        # Forwarding is on for the pods' bridge: nothing of theirs may leave by another
+        # interface (a relay to an address off this machine, the seed's documentation IP).
+        run("iptables", "-I", "FORWARD", "1", "-s", POD_CIDR, "!", "-o", BRIDGE, "-j", "DROP")
 
     def cni_config(self) -> str:
         conf = {
@@ -280,9 +290,6 @@ state = "{self.dir}/containerd/state"
         run("gcc", "-O2", "-static", "-o", os.path.join(rootfs, "pause"),
             os.path.join(os.path.dirname(os.path.abspath(__file__)), "pause.c"))
         # An OCI image layout by hand: one layer, a config naming /pause, an index.
-        import hashlib
-        import tarfile
-
         def blob(data: bytes) -> str:
             digest = hashlib.sha256(data).hexdigest()
             write_bytes(os.path.join(work, "oci", "blobs", "sha256", digest), data)
@@ -338,12 +345,18 @@ state = "{self.dir}/containerd/state"
         names = self.ctr("images", "ls", "-q").stdout.split()
         log(f"images: {', '.join(n for n in names if not n.startswith('sha256:'))}")
 
+    def identity(self, name: str, subject: str) -> str:
+        """A client certificate from the cluster CA for `subject`, and the kubeconfig that
+        presents it: node/NAME/kubeconfig."""
+        cp.client_leaf(self.plane.pki, name, subject)
+        kubeconfig = os.path.join(self.dir, name, "kubeconfig")
+        os.makedirs(os.path.dirname(kubeconfig), exist_ok=True)
+        cp.write_kubeconfig(kubeconfig, self.plane.pki, self.plane.url, name)
+        return kubeconfig
+
     def coredns(self) -> None:
         d = os.path.join(self.dir, "coredns")
-        cp.client_leaf(self.plane.pki, "coredns", "/CN=system:coredns")
-        kubeconfig = os.path.join(d, "kubeconfig")
-        os.makedirs(d, exist_ok=True)
-        cp.write_kubeconfig(kubeconfig, self.plane.pki, self.plane.url, "coredns")
+        kubeconfig = self.identity("coredns", "/CN=system:coredns")
         # CoreDNS's own RBAC, as its Deployment in a cluster has it.
         self.plane_apply([
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -382,13 +395,10 @@ state = "{self.dir}/containerd/state"
     def kubelet(self) -> None:
         d = os.path.join(self.dir, "kubelet")
         pki = self.plane.pki
-        cp.client_leaf(pki, "kubelet", f"/O=system:nodes/CN=system:node:{NODE}")
+        kubeconfig = self.identity("kubelet", f"/O=system:nodes/CN=system:node:{NODE}")
         cp.sign_leaf(pki, "kubelet-serving", f"/O=system:nodes/CN=system:node:{NODE}",
                      [f"subjectAltName=IP:{NODE_IP},DNS:{NODE}", "extendedKeyUsage=serverAuth",
                       "keyUsage=critical,digitalSignature"])
-        kubeconfig = os.path.join(d, "kubeconfig")
-        os.makedirs(d, exist_ok=True)
-        cp.write_kubeconfig(kubeconfig, pki, self.plane.url, "kubelet")
         resolv = write(os.path.join(d, "resolv.conf"), f"nameserver {NODE_IP}\n")
         config = {
             "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
@@ -431,10 +441,7 @@ state = "{self.dir}/containerd/state"
 
     def kube_proxy(self) -> None:
         d = os.path.join(self.dir, "kube-proxy")
-        cp.client_leaf(self.plane.pki, "kube-proxy", "/CN=system:kube-proxy")
-        kubeconfig = os.path.join(d, "kubeconfig")
-        os.makedirs(d, exist_ok=True)
-        cp.write_kubeconfig(kubeconfig, self.plane.pki, self.plane.url, "kube-proxy")
+        kubeconfig = self.identity("kube-proxy", "/CN=system:kube-proxy")
         config = {
             "apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
             "clientConnection": {"kubeconfig": kubeconfig},
@@ -469,17 +476,6 @@ state = "{self.dir}/containerd/state"
                       self.components + self.plane.components, 120)
         self.timings["node"] = time.monotonic() - self.t0
 
-    def check(self) -> Optional[str]:
-        for c in self.components:
-            if not c.alive():
-                return f"{c.name} exited:\n{c.tail()}"
-        return None
-
-    def stop(self) -> None:
-        for c in reversed(self.components):
-            c.stop()
-        self.components.clear()
-
 
 def write_bytes(path: str, data: bytes) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -489,107 +485,39 @@ def write_bytes(path: str, data: bytes) -> None:
 
 # --- the supervisor -----------------------------------------------------------------------
 
-class Stop(Exception):
-    pass
-
-
-def on_signal(*_):
-    raise Stop()
-
-
 def serve(args) -> int:
     plane = cp.ControlPlane(args.dir, args.tools, address=NODE_IP, nodes=True)
     node = Node(plane, args.images)
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        try:
-            clean_host(plane.dir)  # an earlier run's leftovers
-            node.network()  # the apiserver binds the node's address
-            plane.start()
-            node.start()
-        except Exception as e:  # noqa: BLE001
-            with open(os.path.join(plane.dir, "failed"), "w") as f:
-                f.write(str(e))
-            log(f"failed: {e}")
-            return 1
-        times = ", ".join(f"{k} {v:.1f} s" for k, v in plane.timings.items())
+
+    def start() -> Dict[str, float]:
+        clean_host(plane.dir)  # an earlier run's leftovers
+        node.network()  # the apiserver binds the node's address
+        plane.start()
+        node.start()
         with open(os.path.join(plane.dir, "env"), "a") as f:
             f.write(f"NODE={NODE}\nNODE_IP={NODE_IP}\nCONTAINERD={node.sock}\n")
-        with open(os.path.join(plane.dir, "ready"), "w") as f:
-            f.write(times + "\n")
-        log(f"ready ({times}); kubeconfig {plane.kubeconfig}")
-        while True:
-            time.sleep(1)
-            problem = node.check() or plane.check()
-            if problem:
-                log(problem)
-                return 1
-            if args.owner and not cp.pid_alive(args.owner):
-                log(f"owner {args.owner} is gone: stopping")
-                return 0
-    except Stop:
-        return 0
-    finally:
+        return plane.timings
+
+    def stop() -> None:
         node.stop()
         plane.stop()
         clean_host(plane.dir)
+
+    return cp.supervise(plane.dir, args.owner, start, lambda: node.check() or plane.check(),
+                        stop)
 
 
 def cmd_up(args) -> int:
     os.makedirs(args.dir, exist_ok=True)
     cmd_down(args, quiet=True)
-    for f in ("ready", "failed"):
-        try:
-            os.remove(os.path.join(args.dir, f))
-        except FileNotFoundError:
-            pass
-    out = open(os.path.join(args.dir, "cluster.log"), "ab")
-    argv = [sys.executable, os.path.abspath(__file__), "serve", "--dir", args.dir, "--tools",
-            args.tools, "--owner", str(args.owner)]
+    argv = ["--tools", args.tools, "--owner", str(args.owner)]
     if args.images:
         argv += ["--images", args.images]
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
-    with open(os.path.join(args.dir, "serve.pid"), "w") as f:
-        f.write(str(proc.pid))
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < STARTUP_LIMIT:
-        if os.path.exists(os.path.join(args.dir, "ready")):
-            with open(os.path.join(args.dir, "ready")) as f:
-                log(f"up in {time.monotonic() - t0:.1f} s ({f.read().strip()})")
-            return 0
-        if proc.poll() is not None or os.path.exists(os.path.join(args.dir, "failed")):
-            break
-        time.sleep(0.2)
-    proc.terminate()
-    proc.wait(60)
-    with open(os.path.join(args.dir, "cluster.log"), errors="replace") as f:
-        sys.stderr.write(f.read()[-6000:])
-    log("did not start")
-    return 1
+    return cp.spawn_supervisor(__file__, args.dir, argv, "cluster.log", STARTUP_LIMIT)
 
 
 def cmd_down(args, quiet: bool = False) -> int:
-    pidfile = os.path.join(args.dir, "serve.pid")
-    try:
-        with open(pidfile) as f:
-            pid = int(f.read())
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            ours = b"cluster.py" in f.read()
-    except (OSError, ValueError):
-        ours = False
-    if ours:
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 90
-        while cp.pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if cp.pid_alive(pid):
-            os.killpg(pid, signal.SIGKILL)
-    try:
-        os.remove(pidfile)
-    except OSError:
-        pass
+    cp.stop_supervisor(args.dir, __file__, 90)
     clean_host(os.path.abspath(args.dir))  # also when the supervisor died without cleaning
     if not quiet:
         for d in ("etcd", "node"):

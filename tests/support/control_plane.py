@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 import yaml
 
@@ -287,7 +287,25 @@ def install_crds(tools: str, kubeconfig: str, repo: str, skip: List[str]) -> Non
         time.sleep(0.2)
 
 
-class ControlPlane:
+class ComponentGroup:
+    """Processes started in order (self.components): the first that exited, and a stop of all
+    of them in reverse order."""
+
+    components: List[Component]
+
+    def check(self) -> Optional[str]:
+        for c in self.components:
+            if not c.alive():
+                return f"{c.name} exited:\n{c.tail()}"
+        return None
+
+    def stop(self) -> None:
+        for c in reversed(self.components):
+            c.stop()
+        self.components.clear()
+
+
+class ControlPlane(ComponentGroup):
     """etcd, kube-apiserver and kube-controller-manager, the apiserver on `address`: loopback for
     the test suite. With `nodes` (tests/e2e/cluster.py), `address` is the node's, which pods
     reach; kube-scheduler runs, and the apiserver has a client certificate for the kubelets'
@@ -386,16 +404,6 @@ class ControlPlane:
             f.write(f"KUBECONFIG={self.kubeconfig}\nETCD_URL={self.etcd_url}\n"
                     f"APISERVER_URL={self.url}\nTOOLS={self.tools}\n")
 
-    def check(self) -> Optional[str]:
-        for c in self.components:
-            if not c.alive():
-                return f"{c.name} exited:\n{c.tail()}"
-        return None
-
-    def stop(self) -> None:
-        for c in reversed(self.components):
-            c.stop()
-        self.components.clear()
 
 
 def repo_root() -> str:
@@ -556,37 +564,51 @@ def on_signal(*_):
     raise Stop()
 
 
-def serve(args) -> int:
-    """The supervisor: starts the control plane, then keeps it until told to stop or the owner
-    process is gone."""
-    plane = ControlPlane(args.dir, args.tools)
+def supervise(dirpath: str, owner: int, start: Callable[[], Dict[str, float]],
+              check: Callable[[], Optional[str]], stop: Callable[[], None]) -> int:
+    """The supervisor's life, for this control plane and tests/e2e/cluster.py's: start() (its
+    timings go to DIR/ready, an exception to DIR/failed), then check() every second until it
+    reports a problem, SIGTERM or SIGINT, or the owner process is gone (0: no owner); stop() in
+    every case."""
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
         try:
-            plane.start()
+            timings = start()
         except Exception as e:  # noqa: BLE001
-            with open(os.path.join(plane.dir, "failed"), "w") as f:
+            with open(os.path.join(dirpath, "failed"), "w") as f:
                 f.write(str(e))
             log(f"failed: {e}")
             return 1
-        times = ", ".join(f"{k} {v:.1f} s" for k, v in plane.timings.items())
-        with open(os.path.join(plane.dir, "ready"), "w") as f:
+        times = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
+        with open(os.path.join(dirpath, "ready"), "w") as f:
             f.write(times + "\n")
-        log(f"ready ({times}); kubeconfig {plane.kubeconfig}")
+        log(f"ready ({times}); kubeconfig {os.path.join(dirpath, 'kubeconfig')}")
         while True:
             time.sleep(1)
-            problem = plane.check()
+            problem = check()
             if problem:
                 log(problem)
                 return 1
-            if args.owner and not pid_alive(args.owner):
-                log(f"owner {args.owner} is gone: stopping")
+            if owner and not pid_alive(owner):
+                log(f"owner {owner} is gone: stopping")
                 return 0
     except Stop:
         return 0
     finally:
-        plane.stop()
+        stop()
+
+
+def serve(args) -> int:
+    """The supervisor: starts the control plane, then keeps it until told to stop or the owner
+    process is gone."""
+    plane = ControlPlane(args.dir, args.tools)
+
+    def start() -> Dict[str, float]:
+        plane.start()
+        return plane.timings
+
+    return supervise(plane.dir, args.owner, start, plane.check, plane.stop)
 
 
 def pid_alive(pid: int) -> bool:
@@ -599,65 +621,82 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def cmd_up(args) -> int:
-    os.makedirs(args.dir, exist_ok=True)
-    cmd_down(args, quiet=True)  # a previous run's leftovers
+def spawn_supervisor(script: str, dirpath: str, argv: List[str], logname: str,
+                     limit: float) -> int:
+    """Runs `script serve --dir DIR ARGV...` in a session of its own (it outlives the caller),
+    logging to DIR/LOGNAME, and waits up to `limit` seconds for it to write DIR/ready: 0, or 1
+    with the end of its log when it failed or took too long."""
     for f in ("ready", "failed"):
         try:
-            os.remove(os.path.join(args.dir, f))
+            os.remove(os.path.join(dirpath, f))
         except FileNotFoundError:
             pass
-    out = open(os.path.join(args.dir, "control-plane.log"), "ab")
-    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", "--dir",
-                             args.dir, "--tools", args.tools, "--owner", str(os.getppid())],
-                            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True)
-    with open(os.path.join(args.dir, "serve.pid"), "w") as f:
+    logfile = os.path.join(dirpath, logname)
+    with open(logfile, "ab") as out:
+        proc = subprocess.Popen([sys.executable, os.path.abspath(script), "serve", "--dir",
+                                 dirpath, *argv], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    with open(os.path.join(dirpath, "serve.pid"), "w") as f:
         f.write(str(proc.pid))
     t0 = time.monotonic()
-    while time.monotonic() - t0 < STARTUP_LIMIT:
-        if os.path.exists(os.path.join(args.dir, "ready")):
-            with open(os.path.join(args.dir, "ready")) as f:
+    while time.monotonic() - t0 < limit:
+        if os.path.exists(os.path.join(dirpath, "ready")):
+            with open(os.path.join(dirpath, "ready")) as f:
                 log(f"up in {time.monotonic() - t0:.1f} s ({f.read().strip()})")
             return 0
-        if proc.poll() is not None or os.path.exists(os.path.join(args.dir, "failed")):
+        if proc.poll() is not None or os.path.exists(os.path.join(dirpath, "failed")):
             break
         time.sleep(0.1)
     proc.terminate()
-    with open(os.path.join(args.dir, "control-plane.log"), errors="replace") as f:
-        sys.stderr.write(f.read()[-4000:])
+    try:
+        proc.wait(60)  # it stops what it started
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    with open(logfile, errors="replace") as f:
+        sys.stderr.write(f.read()[-6000:])
     log("did not start")
     return 1
 
 
-def cmd_down(args, quiet: bool = False) -> int:
-    pidfile = os.path.join(args.dir, "serve.pid")
+def stop_supervisor(dirpath: str, script: str, grace: float) -> None:
+    """SIGTERM to the supervisor in DIR/serve.pid, if it still is `script`'s; SIGKILL to its
+    process group after `grace` seconds."""
+    pidfile = os.path.join(dirpath, "serve.pid")
     try:
         with open(pidfile) as f:
             pid = int(f.read())
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            ours = b"control_plane.py" in f.read()
+            ours = os.path.basename(script).encode() in f.read()
     except (OSError, ValueError):
-        ours = False
-    if not ours:  # gone already, or the number now belongs to another process
+        ours = False  # gone already, or the number now belongs to another process
+    if ours:
         try:
-            os.remove(pidfile)
-        except OSError:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
             pass
-        return 0
+        deadline = time.monotonic() + grace
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if pid_alive(pid):
+            os.killpg(pid, signal.SIGKILL)
     try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
+        os.remove(pidfile)
+    except OSError:
         pass
-    deadline = time.monotonic() + 30
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if pid_alive(pid):
-        os.killpg(pid, signal.SIGKILL)
-    os.remove(pidfile)
-    if not quiet:
-        shutil.rmtree(os.path.join(args.dir, "etcd"), ignore_errors=True)
-        log("stopped")
+
+
+def cmd_up(args) -> int:
+    os.makedirs(args.dir, exist_ok=True)
+    stop_supervisor(args.dir, __file__, 30)  # a previous run's leftovers
+    return spawn_supervisor(__file__, args.dir, ["--tools", args.tools, "--owner",
+                                                 str(os.getppid())], "control-plane.log",
+                            STARTUP_LIMIT)
+
+
+def cmd_down(args) -> int:
+    stop_supervisor(args.dir, __file__, 30)
+    shutil.rmtree(os.path.join(args.dir, "etcd"), ignore_errors=True)
+    log("stopped")
     return 0
 
 

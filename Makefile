@@ -21,7 +21,7 @@ run: build
 	$(BUILD_DIR)/kturnd
 
 # The test tools (scripts/build-test-tools.sh): etcd, kube-apiserver, kube-controller-manager,
-# kubectl, Helm, and STUNner's stunnerd and turncat, built from their pinned Go modules into a
+# kube-scheduler, kubectl, kubelet, kube-proxy, CoreDNS, Helm, and STUNner's stunnerd and turncat, built from their pinned Go modules into a
 # cache outside the repository (about 12 minutes the first time, seconds after), linked into the
 # build directory for ctest.
 test-tools:

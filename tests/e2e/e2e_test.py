@@ -340,7 +340,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
           f"{svc['status'].get('loadBalancer') or 'pending (no cloud)'}")
     udp = next(p for p in svc["spec"]["ports"] if p["protocol"] == "UDP")
     node_port = udp["nodePort"]
-    media = pod_ips(c, GW_NS, "app.kubernetes.io/name=media-server")
+    media = media_pods(c)
     h.check(len(media) == 1, f"media-server pods: {media}")
     operator = pod_ips(c, SYSTEM_NS, "app.kubernetes.io/component=operator")
     h.check(operator, "no operator pod runs")

@@ -24,7 +24,7 @@ their bridge: nothing is routed off the machine.
 What the cluster changes on the machine, and `down` (or the supervisor on any exit) undoes:
 the bridge and the pods' network namespaces and veths; the iptables and ip6tables rules (saved
 before, restored after); the sysctls net.ipv4.ip_forward and net.bridge.bridge-nf-call-iptables
-(set to 1, restored); cgroups under kubepods; mounts under DIR. Every process it starts, the
+(set to 1, restored); the cgroups under /kturn-e2e (the kubelet's cgroupRoot); mounts under DIR. Every process it starts, the
 containers' included, is stopped.
 
 Why containerd 1.6 and cgroup v1 work with Kubernetes v1.36 here: see docs/kubernetes.md, "Try it
@@ -56,6 +56,10 @@ CLUSTER_DOMAIN = "cluster.local"
 PAUSE_IMAGE = "localhost/kturn-e2e/pause:1"
 STARTUP_LIMIT = 300  # seconds for the control plane and the node to become ready
 SYSCTLS = {"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"}
+# The kubelet's cgroupRoot: the pods' cgroups are under /kturn-e2e/kubepods in every hierarchy, so
+# that `down` finds (and kills) this node's containers only, never another kubelet's /kubepods.
+CGROUP_ROOT = "kturn-e2e"
+CGROUPS = "/sys/fs/cgroup"
 
 
 def log(msg: str) -> None:
@@ -116,7 +120,7 @@ PROGRAMS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
 
 def processes_under(prefix: str) -> List[int]:
     """The cluster's processes: its programs running with a path under `prefix` (containerd's
-    shims name its socket), and every process in a kubepods cgroup (the containers)."""
+    shims name its socket), and every process in its cgroup root (the containers)."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
@@ -130,7 +134,7 @@ def processes_under(prefix: str) -> List[int]:
             continue
         ours = os.path.basename(argv[0].decode(errors="replace")) in PROGRAMS and any(
             prefix.encode() in a for a in argv[1:])
-        if ours or ":/kubepods" in cgroup:
+        if ours or f":/{CGROUP_ROOT}/" in cgroup:
             found.append(int(pid))
     return found
 
@@ -159,9 +163,24 @@ def unmount_under(prefix: str) -> None:
         run("umount", "-l", point, check=False, quiet=True)
 
 
+def make_cgroup_root() -> None:
+    """CGROUP_ROOT in every hierarchy (the kubelet wants its cgroupRoot to exist); a cgroup v1
+    cpuset starts with no CPUs and no memory nodes, so it gets its parent's."""
+    for controller in os.listdir(CGROUPS):
+        base = os.path.join(CGROUPS, controller)
+        if not os.path.ismount(base):
+            continue
+        top = os.path.join(base, CGROUP_ROOT)
+        os.makedirs(top, exist_ok=True)
+        for knob in ("cpuset.cpus", "cpuset.mems"):
+            if os.path.exists(os.path.join(top, knob)):
+                with open(os.path.join(base, knob)) as f, open(os.path.join(top, knob), "w") as t:
+                    t.write(f.read())
+
+
 def remove_cgroups() -> None:
-    for controller in os.listdir("/sys/fs/cgroup"):
-        top = os.path.join("/sys/fs/cgroup", controller, "kubepods")
+    for controller in os.listdir(CGROUPS):
+        top = os.path.join(CGROUPS, controller, CGROUP_ROOT)
         if not os.path.isdir(top):
             continue
         for root, dirs, _ in os.walk(top, topdown=False):
@@ -228,6 +247,7 @@ class Node(cp.ComponentGroup):
         # Forwarding is on for the pods' bridge: nothing of theirs may leave by another
         # interface (a relay to an address off this machine, the seed's documentation IP).
         run("iptables", "-I", "FORWARD", "1", "-s", POD_CIDR, "!", "-o", BRIDGE, "-j", "DROP")
+        make_cgroup_root()
 
     def cni_config(self) -> str:
         conf = {
@@ -410,7 +430,7 @@ state = "{self.dir}/containerd/state"
             "tlsCertFile": os.path.join(pki, "kubelet-serving.crt"),
             "tlsPrivateKeyFile": os.path.join(pki, "kubelet-serving.key"),
             "containerRuntimeEndpoint": f"unix://{self.sock}",
-            "cgroupDriver": "cgroupfs",
+            "cgroupDriver": "cgroupfs", "cgroupRoot": f"/{CGROUP_ROOT}",
             # This machine has the cgroup v1 hierarchy (cgroup2 only at /sys/fs/cgroup/unified):
             # Kubernetes v1.35 made the kubelet refuse it unless told, v1.36 still runs on it.
             "failCgroupV1": False,

@@ -17,7 +17,9 @@ build: configure
 
 # Starts kturnd on the embedded default config: TURN-UDP on 127.0.0.1:3478, ephemeral auth with a
 # generated secret, loopback peers allowed. Prints an ICE server entry with a valid credential.
-run: build
+# Builds kturnd and what it links only; `make build` and `make test` build the rest.
+run: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target kturnd
 	$(BUILD_DIR)/kturnd
 
 # The test tools (scripts/build-test-tools.sh): etcd, kube-apiserver, kube-controller-manager,

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Builds kturn's images (kturnd, kturn-operator, kturn-auth) from their own Dockerfiles
 # (deploy/docker/) with buildah, without Docker and without a registry, plus the end-to-end tests'
-# media server (tests/e2e/media-echo.Containerfile: a UDP echo); exports each as an OCI archive
-# that `ctr images import` (containerd, hence a kubelet) loads.
+# media server (tests/e2e/media-echo.Containerfile: a UDP echo) and pod sandbox image
+# (tests/e2e/pause.Containerfile); exports each as an OCI archive that `ctr images import`
+# (containerd, hence a kubelet) loads.
 #
 #   scripts/build-images.sh [--tag TAG] [--out DIR] [--import-to SOCKET] [--refresh-base]
 #                           [--verbose] [IMAGE...]
 #
-# IMAGE is kturnd, kturn-operator, kturn-auth or media-echo (default: all four). TAG defaults to
-# the chart's appVersion (deploy/helm/kturn/Chart.yaml), and the names are the chart's default
-# repositories, so a chart installed with its defaults runs what this built: kturn/kturnd:TAG is
-# tagged docker.io/kturn/kturnd:TAG, the name a kubelet looks up for the chart's "kturn/kturnd".
+# IMAGE is kturnd, kturn-operator, kturn-auth, media-echo or pause (default: all five). TAG
+# defaults to the chart's appVersion (deploy/helm/kturn/Chart.yaml), and the names are the
+# chart's default repositories, so a chart installed with its defaults runs what this built:
+# kturn/kturnd:TAG is tagged docker.io/kturn/kturnd:TAG, the name a kubelet looks up for the
+# chart's "kturn/kturnd".
 # DIR (default build/images) receives one archive per image, <image>_<TAG>.oci.tar, and
 # images.tsv: image name, archive file, image id, one image a line, kept across runs and tags.
 # --import-to SOCKET imports each archive into the containerd at SOCKET (namespace k8s.io, the
@@ -54,8 +56,9 @@ declare -A repository=(
   [kturn-operator]=kturn/kturn-operator
   [kturn-auth]=kturn/kturn-auth
   [media-echo]=kturn-e2e/media-echo
+  [pause]=kturn-e2e/pause
 )
-all_images=(kturnd kturn-operator kturn-auth media-echo)
+all_images=(kturnd kturn-operator kturn-auth media-echo pause)
 
 suite=bookworm
 mirror=${KTURN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -341,8 +344,8 @@ ref_of() { echo "docker.io/${repository[$1]}:$tag"; }
 build_image() {
   local name=$1 file context
   local args=(--build-arg "BUILD_IMAGE=$debian_image" --build-arg "RUNTIME_IMAGE=$runtime_image")
-  if [ "$name" = media-echo ]; then
-    file=$top/tests/e2e/media-echo.Containerfile
+  if [ "$name" = media-echo ] || [ "$name" = pause ]; then  # the e2e cluster's own images
+    file=$top/tests/e2e/$name.Containerfile
     context=$top/tests/e2e
     args=(--build-arg "BASE_IMAGE=$debian_image")
   else

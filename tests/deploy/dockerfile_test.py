@@ -261,6 +261,7 @@ class BuildImagesScriptTest(unittest.TestCase):
 
     SCRIPT = os.path.join("scripts", "build-images.sh")
     MEDIA_ECHO = os.path.join("tests", "e2e", "media-echo.Containerfile")
+    PAUSE = os.path.join("tests", "e2e", "pause.Containerfile")
 
     def setUp(self):
         self.text = read(self.SCRIPT)
@@ -278,7 +279,8 @@ class BuildImagesScriptTest(unittest.TestCase):
         self.assertIn("Chart.yaml", self.text, "the default tag is the chart's appVersion")
 
     def test_passes_every_base_image_argument(self):
-        for path in [os.path.join("deploy", "docker", n) for n in IMAGES] + [self.MEDIA_ECHO]:
+        for path in [os.path.join("deploy", "docker", n) for n in IMAGES] + [self.MEDIA_ECHO,
+                                                                            self.PAUSE]:
             for arg in global_args(instructions(read(path))):
                 with self.subTest(file=path, arg=arg):
                     self.assertIn(f'--build-arg "{arg}=', self.text)

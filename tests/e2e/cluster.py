@@ -5,15 +5,16 @@ kube-scheduler, and one node: containerd (Debian's), runc, the CNI bridge plugin
 kube-proxy (from the control plane's Kubernetes release), and CoreDNS for the cluster's names.
 Test tools only, never shipped.
 
-    cluster.py up   --dir DIR --tools TOOLS [--images DIR] [--owner PID]
+    cluster.py up   --dir DIR --tools TOOLS --images DIR [--owner PID]
                                                start in the background, until `down` (or
                                                until PID exits)
     cluster.py down --dir DIR                                  stop it and remove what it made
-    cluster.py run  --dir DIR --tools TOOLS [--images DIR]   the same in the foreground
+    cluster.py run  --dir DIR --tools TOOLS --images DIR     the same in the foreground
 
-TOOLS is the folder scripts/build-test-tools.sh --link made. --images is a folder that
+TOOLS is the folder scripts/build-test-tools.sh --link made. --images is the folder that
 scripts/build-images.sh wrote (archives and their list, images.tsv): they are imported into the
-node's containerd before the kubelet starts, so that pods find them without a registry.
+node's containerd before the kubelet starts, so that pods find them without a registry; the pod
+sandbox (pause) image is among them.
 
 The node's network: a bridge, kturn-e2e0, with the node's address (10.244.0.1) and its pods'
 (10.244.0.0/24). The apiserver, the kubelet and CoreDNS listen on the node's address, so that pods
@@ -24,8 +25,8 @@ their bridge: nothing is routed off the machine.
 What the cluster changes on the machine, and `down` (or the supervisor on any exit) undoes:
 the bridge and the pods' network namespaces and veths; the iptables and ip6tables rules (saved
 before, restored after); the sysctls net.ipv4.ip_forward and net.bridge.bridge-nf-call-iptables
-(set to 1, restored); the cgroups under /kturn-e2e (the kubelet's cgroupRoot); mounts under DIR. Every process it starts, the
-containers' included, is stopped.
+(set to 1, restored); the cgroups under /kturn-e2e (the kubelet's cgroupRoot); mounts under
+DIR. Every process it starts, the containers' included, is stopped.
 
 Why containerd 1.6 and cgroup v1 work with Kubernetes v1.36 here: see docs/kubernetes.md, "Try it
 on one machine".
@@ -34,14 +35,12 @@ on one machine".
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from typing import Dict, List
 
@@ -53,7 +52,6 @@ BRIDGE = "kturn-e2e0"
 NODE_IP = "10.244.0.1"
 POD_CIDR = "10.244.0.0/24"
 CLUSTER_DOMAIN = "cluster.local"
-PAUSE_IMAGE = "localhost/kturn-e2e/pause:1"
 STARTUP_LIMIT = 300  # seconds for the control plane and the node to become ready
 SYSCTLS = {"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"}
 # The kubelet's cgroupRoot: the pods' cgroups are under /kturn-e2e/kubepods in every hierarchy, so
@@ -268,13 +266,17 @@ class Node(cp.ComponentGroup):
 
     def containerd(self) -> None:
         cni = self.cni_config()
+        # Kubernetes' pause image is on a registry: the sandbox is tests/e2e/pause.c's image.
+        pause = [n for n, _ in self.images_listed() if "/kturn-e2e/pause:" in n]
+        if not pause:
+            raise RuntimeError("scripts/build-images.sh built no kturn-e2e/pause image")
         config = f"""version = 2
 root = "{self.dir}/containerd/root"
 state = "{self.dir}/containerd/state"
 [grpc]
   address = "{self.sock}"
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{PAUSE_IMAGE}"
+  sandbox_image = "{pause[-1]}"
   netns_mounts_under_state_dir = true
   # No process here has CAP_SYS_RESOURCE, so none may lower its oom_score_adj (the sandboxes'
   # -998 fails in runc): keep every container's at or above containerd's own.
@@ -302,66 +304,19 @@ state = "{self.dir}/containerd/state"
         self.import_images()
         self.timings["containerd"] = time.monotonic() - self.t0
 
-    def pause_image(self) -> str:
-        """Kubernetes' pause image is not reachable: a one-file image of tests/e2e/pause.c."""
-        work = os.path.join(self.dir, "pause")
-        rootfs = os.path.join(work, "rootfs")
-        os.makedirs(rootfs, exist_ok=True)
-        run("gcc", "-O2", "-static", "-o", os.path.join(rootfs, "pause"),
-            os.path.join(os.path.dirname(os.path.abspath(__file__)), "pause.c"))
-        # An OCI image layout by hand: one layer, a config naming /pause, an index.
-        def blob(data: bytes) -> str:
-            digest = hashlib.sha256(data).hexdigest()
-            write_bytes(os.path.join(work, "oci", "blobs", "sha256", digest), data)
-            return digest
-
-        layer_path = os.path.join(work, "layer.tar")
-        with tarfile.open(layer_path, "w") as t:
-            info = t.gettarinfo(os.path.join(rootfs, "pause"), "pause")
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mtime = 0
-            with open(os.path.join(rootfs, "pause"), "rb") as f:
-                t.addfile(info, f)
-        with open(layer_path, "rb") as f:
-            layer = f.read()
-        layer_digest = blob(layer)
-        config = json.dumps({
-            "architecture": "amd64", "os": "linux",
-            "config": {"Entrypoint": ["/pause"], "User": "65535:65535"},
-            "rootfs": {"type": "layers", "diff_ids": [f"sha256:{layer_digest}"]},
-        }).encode()
-        config_digest = blob(config)
-        manifest = json.dumps({
-            "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                       "digest": f"sha256:{config_digest}", "size": len(config)},
-            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar",
-                        "digest": f"sha256:{layer_digest}", "size": len(layer)}],
-        }).encode()
-        manifest_digest = blob(manifest)
-        write(os.path.join(work, "oci", "oci-layout"), '{"imageLayoutVersion": "1.0.0"}')
-        write(os.path.join(work, "oci", "index.json"), json.dumps({
-            "schemaVersion": 2, "manifests": [{
-                "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                "digest": f"sha256:{manifest_digest}", "size": len(manifest),
-                "annotations": {"io.containerd.image.name": PAUSE_IMAGE,
-                                "org.opencontainers.image.ref.name": PAUSE_IMAGE}}]}))
-        archive = os.path.join(work, "pause.tar")
-        with tarfile.open(archive, "w") as t:
-            t.add(os.path.join(work, "oci"), ".")
-        return archive
+    def images_listed(self) -> List[tuple]:
+        """scripts/build-images.sh's images.tsv in --images: (image name, archive path)."""
+        listing = os.path.join(self.images, "images.tsv")
+        if not os.path.exists(listing):
+            raise RuntimeError(f"no {listing}: scripts/build-images.sh --out DIR makes the "
+                               "images, the pod sandbox's among them, and --images DIR names it")
+        with open(listing) as f:  # image name, archive file, image id
+            rows = [line.split("\t") for line in f if line.strip() and not line.startswith("#")]
+        return [(r[0], os.path.join(self.images, r[1])) for r in rows]
 
     def import_images(self) -> None:
-        archives = [self.pause_image()]
-        listing = os.path.join(self.images, "images.tsv") if self.images else ""
-        if listing:
-            with open(listing) as f:  # image name, archive file, image id
-                for line in f:
-                    if line.strip() and not line.startswith("#"):
-                        archives.append(os.path.join(self.images, line.split("\t")[1]))
-        for a in archives:
-            self.ctr("images", "import", "--all-platforms", a)
+        for _, archive in self.images_listed():
+            self.ctr("images", "import", "--all-platforms", archive)
         names = self.ctr("images", "ls", "-q").stdout.split()
         log(f"images: {', '.join(n for n in names if not n.startswith('sha256:'))}")
 
@@ -497,12 +452,6 @@ state = "{self.dir}/containerd/state"
         self.timings["node"] = time.monotonic() - self.t0
 
 
-def write_bytes(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-
-
 # --- the supervisor -----------------------------------------------------------------------
 
 def serve(args) -> int:
@@ -530,9 +479,7 @@ def serve(args) -> int:
 def cmd_up(args) -> int:
     os.makedirs(args.dir, exist_ok=True)
     cmd_down(args, quiet=True)
-    argv = ["--tools", args.tools, "--owner", str(args.owner)]
-    if args.images:
-        argv += ["--images", args.images]
+    argv = ["--tools", args.tools, "--images", args.images, "--owner", str(args.owner)]
     return cp.spawn_supervisor(__file__, args.dir, argv, "cluster.log", STARTUP_LIMIT)
 
 
@@ -558,14 +505,14 @@ def main() -> int:
         p = sub.add_parser(name)
         p.add_argument("--dir", required=True)
         p.add_argument("--tools", required=True)
-        p.add_argument("--images", default="")
+        p.add_argument("--images", required=True)
         p.add_argument("--owner", type=int, default=0)
     sub.add_parser("down").add_argument("--dir", required=True)
     args = ap.parse_args()
     args.dir = os.path.abspath(args.dir)
     if args.cmd != "down":
         args.tools = os.path.abspath(args.tools)
-        args.images = os.path.abspath(args.images) if args.images else ""
+        args.images = os.path.abspath(args.images)
     return {"up": cmd_up, "down": cmd_down, "run": cmd_run, "serve": serve}[args.cmd](args)
 
 

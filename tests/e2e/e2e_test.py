@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -61,6 +62,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "interop"))
 sys.path.insert(0, os.path.join(REPO, "tests", "support"))
 import harness as h  # noqa: E402
 import control_plane as cp  # noqa: E402
+import operator_test as op  # noqa: E402  (its wait and condition lookup)
 
 import yaml  # noqa: E402
 
@@ -98,8 +100,9 @@ class Cluster:
         return r.stdout
 
     def get(self, kind: str, name: str = "", ns: str = "", selector: str = "") -> dict:
-        args = ["get", kind] + ([name] if name else []) + (["-n", ns] if ns else [])
-        args += (["-l", selector] if selector else []) + ["-o", "json"]
+        """The object, or the list; {} for an object that does not exist (yet)."""
+        args = ["get", kind] + ([name, "--ignore-not-found"] if name else [])
+        args += (["-n", ns] if ns else []) + (["-l", selector] if selector else []) + ["-o", "json"]
         return json.loads(self.kubectl(*args) or "{}")
 
     def apply(self, docs: List[dict]) -> None:
@@ -114,23 +117,9 @@ class Cluster:
         ])
 
 
-def wait_for(what: str, fn: Callable[[], object], timeout: float) -> object:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = fn()
-            if last:
-                return last
-        except h.TestFailure:
-            pass
-        time.sleep(1)
-    raise h.TestFailure(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-def condition(obj: dict, ctype: str) -> Optional[dict]:
-    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == ctype),
-                None)
+# operator_test's wait, polling once a second: each poll runs kubectl.
+wait_for = functools.partial(op.wait_for, interval=1.0)
+condition = op.condition
 
 
 def media_server() -> List[dict]:
@@ -234,14 +223,14 @@ class Call:
 
 def permission(turn: tuple, cred: Dict[str, str], peer: str) -> Optional[int]:
     """CreatePermission for `peer` on a new allocation, released afterwards: None when granted,
-    else the error code (0: the Allocate itself failed)."""
+    else the error code (0: the Allocate failed, or a request got no answer)."""
     with h.TurnClient(turn, cred["username"], cred["credential"], local_host=turn[0]) as t:
         try:
             t.allocate()
+            r = t.create_permission((peer, 9))
+            t.refresh(0)
         except h.TestFailure:
             return 0
-        r = t.create_permission((peer, 9))
-        t.refresh(0)
         if r.cls == h.SUCCESS:
             return None
         err = r.error_code()

@@ -66,7 +66,8 @@ GW_NAME = "media-server-gateway"
 NO_OWN_ENDPOINTS = ["--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
 
 
-def wait_for(what: str, fn: Callable[[], object], timeout: float = 20.0, procs=()):
+def wait_for(what: str, fn: Callable[[], object], timeout: float = 20.0, procs=(),
+             interval: float = 0.1):
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -75,7 +76,7 @@ def wait_for(what: str, fn: Callable[[], object], timeout: float = 20.0, procs=(
         last = fn()
         if last:
             return last
-        time.sleep(0.1)
+        time.sleep(interval)
     raise h.TestFailure(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
 
 

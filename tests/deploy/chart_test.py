@@ -27,6 +27,12 @@ chart-all-features.yaml). Then:
     test control plane, tests/support/control_plane.py) and sets only fields the operator reads;
     the PodMonitor selects the labels and port the operator gives gateway pods; the HPA uses
     series kturnd exports (docs/metrics.md) and scales the Deployment the operator names;
+  * the NetworkPolicies (on by default) select the operator's and kturn-auth's pods, name ports
+    those containers have, restrict ingress only, admit to CDS exactly every Gateway's kturnd
+    pods (the operator's label, src/operator/well_known.h), kturn-auth and
+    networkPolicy.cds.extraFrom, to the metrics and health ports only the monitoring peers and to
+    kturn-auth only networkPolicy.auth.from; an empty list admits no one, never everyone; the API
+    server accepts them (a server-side dry run); networkPolicy.enabled=false renders none;
   * the chart's crds/ is a link to deploy/crds, and deploy/manifests/kturn.yaml is
     what `helm template` makes of the chart now (scripts/update-manifests.sh).
 
@@ -39,6 +45,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import yaml
@@ -66,6 +73,7 @@ KNOWN_KINDS = {
     ("stunner.l7mp.io/v1", "Dataplane"): False,
     ("monitoring.coreos.com/v1", "PodMonitor"): True,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): True,
+    ("networking.k8s.io/v1", "NetworkPolicy"): True,
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): False,
 }
 
@@ -111,6 +119,20 @@ DEFAULT = render_chart()
 FULL = render_chart([ALL_FEATURES])
 RENDERS = {"defaults": DEFAULT, "all features": FULL}
 VALUES = chart_file("values.yaml")
+with open(ALL_FEATURES, encoding="utf-8") as _f:
+    ALL_FEATURES_VALUES = yaml.safe_load(_f)
+
+
+def value(case, *path):
+    """A value as Helm merges it for a render of RENDERS: the fixture's, else the chart's (maps
+    merge key by key, a list replaces the chart's whole)."""
+    for values in ([ALL_FEATURES_VALUES] if case == "all features" else []) + [VALUES]:
+        node = values
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None:
+            return node
+    raise KeyError(".".join(path))
 
 
 def find(objects, kind, name=None, namespace=None):
@@ -358,7 +380,7 @@ class WellFormedTest(unittest.TestCase):
         kinds = lambda objects: {o["kind"] for o in objects}  # noqa: E731
         self.assertFalse({"Namespace", "PodMonitor", "HorizontalPodAutoscaler"} & kinds(DEFAULT))
         self.assertLessEqual({"Namespace", "PodMonitor", "HorizontalPodAutoscaler"}, kinds(FULL))
-        for kind in ("Deployment", "ClusterRole", "Role", "Dataplane", "Service"):
+        for kind in ("Deployment", "ClusterRole", "Role", "Dataplane", "Service", "NetworkPolicy"):
             self.assertIn(kind, kinds(DEFAULT))
 
     def test_notes_render(self):
@@ -766,6 +788,180 @@ class MonitoringTest(unittest.TestCase):
         self.assertEqual((target["apiVersion"], target["kind"]), ("apps/v1", "Deployment"))
         self.assertEqual((hpa["metadata"]["namespace"], target["name"]), ("stunner", "udp-gateway"))
         self.assertLessEqual(hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"])
+
+
+class NetworkPolicyTest(unittest.TestCase):
+    """deploy/helm/kturn/templates/networkpolicy.yaml: who may reach the operator and kturn-auth."""
+
+    def policies(self, objects):
+        return {p["metadata"]["name"]: p for p in find(objects, "NetworkPolicy")}
+
+    def selected_pod(self, objects, policy):
+        """(pod spec, labels) of the one Deployment whose pods the policy selects."""
+        selector = policy["spec"]["podSelector"]
+        self.assertEqual(set(selector), {"matchLabels"}, "select by labels only")
+        matched = [(spec, labels) for _, spec, labels in pods(objects)
+                   if selector["matchLabels"].items() <= labels.items()]
+        self.assertEqual(len(matched), 1, "selects no pod, or more than one kind")
+        return matched[0]
+
+    def container_ports(self, spec):
+        return [p for c in spec["containers"] for p in c.get("ports", [])]
+
+    def admitted(self, objects, policy, port_name):
+        """Every peer the policy admits to the selected pods' port of that name; None for a rule
+        that admits every source (no `from`, or an empty one)."""
+        spec, _ = self.selected_pod(objects, policy)
+        port = next(p for p in self.container_ports(spec) if p["name"] == port_name)
+        peers = []
+        for rule in policy["spec"].get("ingress", []):
+            covered = not rule.get("ports") or any(
+                p.get("port") in (port["name"], port["containerPort"]) and
+                p.get("protocol", "TCP") == port["protocol"] for p in rule["ports"])
+            if covered:
+                if not rule.get("from"):
+                    return None
+                peers += rule["from"]
+        return peers
+
+    def dataplane_peer(self):
+        well_known = read("src/operator/well_known.h")
+        app_label = re.search(r'kAppLabel = "([^"]+)"', well_known).group(1)
+        app_value = re.search(r'kAppValue = "([^"]+)"', well_known).group(1)
+        return {"namespaceSelector": {}, "podSelector": {"matchLabels": {app_label: app_value}}}
+
+    def auth_peer(self, objects):
+        # No namespaceSelector: the policy's own namespace, the release's.
+        auth = component(objects, "Deployment", f"{RELEASE}-auth")
+        return {"podSelector": {"matchLabels": auth["spec"]["selector"]["matchLabels"]}}
+
+    def test_policies_exist_by_default(self):
+        self.assertIs(VALUES["networkPolicy"]["enabled"], True)
+        for case, objects in RENDERS.items():
+            with self.subTest(case=case):
+                self.assertEqual(sorted(self.policies(objects)),
+                                 [f"{RELEASE}-auth", f"{RELEASE}-operator"])
+                for policy in self.policies(objects).values():
+                    self.assertEqual(policy["metadata"]["namespace"], NAMESPACE)
+
+    def test_policies_select_their_deployments_pods(self):
+        for case, objects in RENDERS.items():
+            for name, policy in self.policies(objects).items():
+                with self.subTest(case=case, policy=name):
+                    _, labels = self.selected_pod(objects, policy)
+                    deployment = component(objects, "Deployment", name)
+                    self.assertEqual(labels, deployment["spec"]["template"]["metadata"]["labels"])
+
+    def test_policies_name_ports_the_containers_have(self):
+        for case, objects in RENDERS.items():
+            for name, policy in self.policies(objects).items():
+                spec, _ = self.selected_pod(objects, policy)
+                ports = self.container_ports(spec)
+                for rule in policy["spec"]["ingress"]:
+                    self.assertTrue(rule.get("ports"), f"{name}: a rule for every port")
+                    for port in rule["ports"]:
+                        with self.subTest(case=case, policy=name, port=port):
+                            key = "name" if isinstance(port["port"], str) else "containerPort"
+                            self.assertIn(port["port"], [p[key] for p in ports])
+                            container_port = next(p for p in ports if p[key] == port["port"])
+                            self.assertEqual(port["protocol"], container_port["protocol"])
+
+    def test_services_target_ports_the_policies_open(self):
+        # What the operator's and kturn-auth's Services carry is what the policies admit to.
+        for case, objects in RENDERS.items():
+            for service, policy in ((f"{RELEASE}-config-discovery", f"{RELEASE}-operator"),
+                                    (f"{RELEASE}-auth", f"{RELEASE}-auth")):
+                with self.subTest(case=case, service=service):
+                    target = component(objects, "Service", service)["spec"]["ports"][0][
+                        "targetPort"]
+                    self.assertTrue(self.admitted(objects, self.policies(objects)[policy],
+                                                  target))
+
+    def test_ingress_only(self):
+        # Egress stays open: the operator calls the API server, whose address no portable rule
+        # names (networkpolicy.yaml).
+        for case, objects in RENDERS.items():
+            for name, policy in self.policies(objects).items():
+                with self.subTest(case=case, policy=name):
+                    self.assertEqual(policy["spec"]["policyTypes"], ["Ingress"])
+                    self.assertNotIn("egress", policy["spec"])
+
+    def test_cds_admits_the_dataplane_and_auth_only(self):
+        for case, objects in RENDERS.items():
+            with self.subTest(case=case):
+                policy = self.policies(objects)[f"{RELEASE}-operator"]
+                want = ([self.dataplane_peer(), self.auth_peer(objects)] +
+                        value(case, "networkPolicy", "cds", "extraFrom"))
+                self.assertEqual(self.admitted(objects, policy, "cds"), want)
+                # The auth peer selects the kturn-auth pods of this render.
+                _, labels = self.selected_pod(objects, self.policies(objects)[f"{RELEASE}-auth"])
+                self.assertLessEqual(want[1]["podSelector"]["matchLabels"].items(),
+                                     labels.items())
+        self.assertEqual(VALUES["networkPolicy"]["cds"]["extraFrom"], [])
+        self.assertTrue(ALL_FEATURES_VALUES["networkPolicy"]["cds"]["extraFrom"])
+
+    def test_cds_without_auth_admits_the_dataplane_only(self):
+        objects = helm.objects(helm.template(CHART, RELEASE, NAMESPACE,
+                                             sets=["auth.enabled=false"]))
+        self.assertEqual(sorted(self.policies(objects)), [f"{RELEASE}-operator"])
+        self.assertEqual(self.admitted(objects, self.policies(objects)[f"{RELEASE}-operator"],
+                                       "cds"), [self.dataplane_peer()])
+
+    def test_metrics_and_health_admit_only_monitoring(self):
+        self.assertEqual(VALUES["networkPolicy"]["monitoring"]["from"], [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}])
+        for case, objects in RENDERS.items():
+            policy = self.policies(objects)[f"{RELEASE}-operator"]
+            for port in ("metrics", "health"):
+                with self.subTest(case=case, port=port):
+                    self.assertEqual(self.admitted(objects, policy, port),
+                                     value(case, "networkPolicy", "monitoring", "from"))
+
+    def test_auth_admits_only_the_configured_peers(self):
+        # The default: pods of the release namespace only (no namespaceSelector), until the user
+        # names the signalling server's.
+        self.assertEqual(VALUES["networkPolicy"]["auth"]["from"], [{"podSelector": {}}])
+        for case, objects in RENDERS.items():
+            with self.subTest(case=case):
+                policy = self.policies(objects)[f"{RELEASE}-auth"]
+                self.assertEqual(self.admitted(objects, policy, "http"),
+                                 value(case, "networkPolicy", "auth", "from"))
+
+    def test_empty_peer_lists_admit_no_one(self):
+        # An empty `from` in a NetworkPolicy rule admits every source: the chart leaves the rule
+        # out instead.
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            yaml.safe_dump({"networkPolicy": {"auth": {"from": []},
+                                              "monitoring": {"from": []}}}, f)
+            f.flush()
+            objects = helm.objects(helm.template(CHART, RELEASE, NAMESPACE, value_files=[f.name]))
+        policies = self.policies(objects)
+        self.assertEqual(policies[f"{RELEASE}-auth"]["spec"]["ingress"], [])
+        self.assertEqual(self.admitted(objects, policies[f"{RELEASE}-auth"], "http"), [])
+        operator = policies[f"{RELEASE}-operator"]
+        for port in ("metrics", "health"):
+            self.assertEqual(self.admitted(objects, operator, port), [], port)
+        self.assertEqual(len(self.admitted(objects, operator, "cds")), 2)
+
+    def test_disabled_renders_none(self):
+        objects = helm.objects(helm.template(CHART, RELEASE, NAMESPACE,
+                                             sets=["networkPolicy.enabled=false"]))
+        self.assertEqual(find(objects, "NetworkPolicy"), [])
+        self.assertTrue(find(objects, "Deployment"))
+
+    def test_the_api_server_accepts_them(self):
+        # A server-side dry run in namespace default: the release namespace need not exist in
+        # the test control plane, and nothing in the policies depends on it.
+        kubeconfig = os.path.join(os.environ["KTURN_CONTROL_PLANE"], "kubeconfig")
+        for case, objects in RENDERS.items():
+            for name, policy in self.policies(objects).items():
+                with self.subTest(case=case, policy=name):
+                    local = json.loads(json.dumps(policy))
+                    local["metadata"]["namespace"] = "default"
+                    r = subprocess.run([helm.KUBECTL, "--kubeconfig", kubeconfig, "apply",
+                                        "--dry-run=server", "-f", "-"], capture_output=True,
+                                       text=True, input=json.dumps(local), timeout=60)
+                    self.assertEqual(r.returncode, 0, r.stderr)
 
 
 class GeneratedFilesTest(unittest.TestCase):

@@ -25,7 +25,11 @@ Result<void> ConfigFollower::reload() {
 }
 
 Result<void> ConfigFollower::watchOne() {
-  auto client = cds::CdsClient::create({.origin = options_.origin, .id = options_.id});
+  auto client = cds::CdsClient::create({.origin = options_.origin,
+                                        .id = options_.id,
+                                        .tls_ca_file = options_.ca_file,
+                                        .tls_ca_pem = options_.ca_pem,
+                                        .bearer_token_file = options_.token_file});
   if (!client) return client.error();
   cds_ = std::move(*client);
   return cds_->watch({
@@ -40,7 +44,10 @@ Result<void> ConfigFollower::watchOne() {
 }
 
 Result<void> ConfigFollower::watchAll() {
-  auto client = cds::CdsListClient::create({.origin = options_.origin});
+  auto client = cds::CdsListClient::create({.origin = options_.origin,
+                                            .tls_ca_file = options_.ca_file,
+                                            .tls_ca_pem = options_.ca_pem,
+                                            .bearer_token_file = options_.token_file});
   if (!client) return client.error();
   cds_list_ = std::move(*client);
   spdlog::info("watching every config of {}", cds_list_->origin().toString());

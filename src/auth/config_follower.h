@@ -29,6 +29,10 @@ namespace kturn::auth {
 struct ConfigFollowerOptions {
   std::string origin{};
   std::string id{};  // CDS only; empty: every gateway
+  // CDS only: the bearer token file and the CA (file, PEM) of authenticated config discovery.
+  std::string token_file{};
+  std::string ca_file{};
+  std::string ca_pem{};
 };
 
 class ConfigFollower {

@@ -88,7 +88,12 @@ int main(int argc, char** argv) {
   }
 
   kturn::auth::ConfigHolder configs;
-  kturn::auth::ConfigFollower follower({.origin = origin, .id = id}, configs);
+  kturn::auth::ConfigFollower follower({.origin = origin,
+                                        .id = id,
+                                        .token_file = discovery.cdsTokenFile,
+                                        .ca_file = discovery.cdsCaFile,
+                                        .ca_pem = discovery.cdsCaPem},
+                                       configs);
   if (auto started = follower.start(); !started) {
     spdlog::critical("{}", started.error().message);
     return 1;

@@ -8,6 +8,7 @@
 #include "cds/transport.h"
 #include "cds/url_util.h"
 #include "cds/watcher.h"
+#include "common/bearer_token.h"
 
 namespace kturn::cds {
 
@@ -28,10 +29,14 @@ Result<HttpReply> getDocument(const Origin& origin, const std::string& target,
                               const CdsClientOptions& options) {
   std::shared_ptr<asio::ssl::context> tls;
   if (origin.tls) {
-    auto ctx = makeClientTlsContext(options.tls_ca_file, options.tls_insecure_skip_verify);
+    auto ctx = makeClientTlsContext(options.tls_ca_file, options.tls_ca_pem,
+                                    options.tls_insecure_skip_verify);
     if (!ctx) return ctx.error();
     tls = std::move(ctx).value();
   }
+  const std::string token =
+      options.bearer_token_file.empty() ? "" : BearerToken("", options.bearer_token_file).current();
+  const GetHeaders headers{.bearer_token = token};
   std::optional<Result<HttpReply>> reply;
   try {
     asio::io_context ioc;
@@ -39,10 +44,10 @@ Result<HttpReply> getDocument(const Origin& origin, const std::string& target,
       if (tls) {
         TlsStream stream(ioc, *tls);
         reply = co_await fetchDocument(stream, origin, target, options.request_timeout,
-                                       !options.tls_insecure_skip_verify);
+                                       !options.tls_insecure_skip_verify, headers);
       } else {
         PlainStream stream(ioc);
-        reply = co_await fetchDocument(stream, origin, target, options.request_timeout);
+        reply = co_await fetchDocument(stream, origin, target, options.request_timeout, headers);
       }
     };
     asio::co_spawn(ioc, run(), [](std::exception_ptr) {});

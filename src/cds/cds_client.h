@@ -59,7 +59,16 @@ struct CdsClientOptions {
   // https/wss: verify the server certificate against this CA bundle (PEM file); empty: the
   // system's default trust store. The host name is checked and sent as SNI.
   std::string tls_ca_file{};
+  // The CA bundle itself (PEM), added to tls_ca_file's: kturn-operator hands its CA to the
+  // dataplane pods in an environment variable (KTURN_CDS_CA).
+  std::string tls_ca_pem{};
   bool tls_insecure_skip_verify = false;
+
+  // kturn's authenticated config discovery (docs/cds.md#authentication): every request and
+  // watch handshake carries "Authorization: Bearer <token>", the token read from this file
+  // (re-read when it changes, so a projected ServiceAccount token the kubelet rotates is picked
+  // up at the next connect). Empty: no token, as stunnerd.
+  std::string bearer_token_file{};
 };
 
 // Counters for metrics and tests; monotonic, readable from any thread.

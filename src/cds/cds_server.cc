@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <exception>
 
 #include "cds/server_session.h"
@@ -14,8 +15,17 @@ namespace kturn::cds {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+namespace {
+constexpr int kReviewThreads = 2;  // Authorizer calls (API round trips) in parallel
+}  // namespace
+
 CdsServer::CdsServer(CdsServerOptions options, std::unique_ptr<asio::io_context> ioc)
-    : options_(std::move(options)), store_(options_.node_patcher), ioc_(std::move(ioc)) {}
+    : options_(std::move(options)),
+      store_(options_.node_patcher),
+      gate_(options_.authorizer, options_.authorization_cache_ttl),
+      tls_(std::make_shared<ServerTls>()),
+      reviewers_(std::make_unique<asio::thread_pool>(kReviewThreads)),
+      ioc_(std::move(ioc)) {}
 
 CdsServer::~CdsServer() { stop(); }
 
@@ -25,6 +35,12 @@ Result<std::unique_ptr<CdsServer>> CdsServer::start(CdsServerOptions options) {
   boost::system::error_code ec;
   const asio::ip::address address = asio::ip::make_address(options.address, ec);
   if (ec) return makeError(Error::Code::kInvalidArgument, where + "address must be an IP literal");
+  std::shared_ptr<asio::ssl::context> tls;
+  if (!options.tls_cert_pem.empty() || !options.tls_key_pem.empty()) {
+    auto made = makeServerTlsContext(options.tls_cert_pem, options.tls_key_pem);
+    if (!made) return makeError(made.error().code, where + made.error().message);
+    tls = std::move(made).value();
+  }
   try {
     auto ioc = std::make_unique<asio::io_context>(1);
     tcp::acceptor acceptor(*ioc);
@@ -38,8 +54,13 @@ Result<std::unique_ptr<CdsServer>> CdsServer::start(CdsServerOptions options) {
 
     std::unique_ptr<CdsServer> server(new CdsServer(std::move(options), std::move(ioc)));
     server->port_ = port;
-    asio::co_spawn(*server->ioc_,
-                   acceptLoop(std::move(acceptor), ServerContext{server->store_, server->options_}),
+    server->tls_->context = std::move(tls);
+    const ServerContext context{.store = server->store_,
+                                .options = server->options_,
+                                .gate = server->gate_,
+                                .tls = *server->tls_,
+                                .reviewers = server->reviewers_->get_executor()};
+    asio::co_spawn(*server->ioc_, acceptLoop(std::move(acceptor), context),
                    [](std::exception_ptr) {});
     server->thread_ = std::thread([ioc = server->ioc_.get()] {
       for (;;) {
@@ -62,6 +83,9 @@ void CdsServer::stop() {
   if (thread_.joinable()) thread_.join();
   // No more deliveries (which post to the io_context) from upserts on other threads.
   store_.unsubscribeAll();
+  // Authorizer calls in progress finish (bounded by the Authorizer's own timeouts); their
+  // completions are queued to the stopped io_context and destroyed with it.
+  reviewers_->join();
   // Destroying the io_context destroys every connection (closing its socket) and the listener;
   // watch sessions unsubscribe from the store as they go.
   ioc_.reset();
@@ -105,6 +129,22 @@ Result<void> CdsServer::update(const std::map<std::string, config::StunnerConfig
 }
 
 void CdsServer::pushNode(std::string_view node) { store_.pushNode(node); }
+
+void CdsServer::setOpen(const std::vector<std::string>& ids) {
+  std::set<ConfigId> open;
+  for (const std::string& id : ids) {
+    if (Result<ConfigId> parsed = parseConfigId(id)) open.insert(std::move(parsed).value());
+  }
+  gate_.setOpen(std::move(open));
+}
+
+Result<void> CdsServer::setCertificate(const std::string& cert_pem, const std::string& key_pem) {
+  auto made = makeServerTlsContext(cert_pem, key_pem);
+  if (!made) return made.error();
+  std::lock_guard lock(tls_->mutex);
+  tls_->context = std::move(made).value();
+  return {};
+}
 
 std::optional<config::StunnerConfig> CdsServer::get(std::string_view id) const {
   Result<ConfigId> parsed = parseConfigId(id);

@@ -11,8 +11,14 @@
 // /api/v1/configs/{ns}/{name} takes ?node=<node> for the node patcher. GET /api/v1/license
 // answers STUNner's free-tier license status.
 //
-// Threads: one server thread runs every connection. upsert()/remove()/update()/pushNode() may be
-// called from any thread; they never wait for the network. Nothing throws out of this class.
+// kturn's authenticated config discovery (docs/cds.md#authentication): with an Authorizer
+// (cds/access.h) a request is served only for an open config or with a bearer token the
+// Authorizer allows; with a certificate the port speaks TLS, and plain HTTP too unless
+// allow_plaintext is off (the two are told apart by the first byte a client sends).
+//
+// Threads: one server thread runs every connection; two more run the Authorizer.
+// upsert()/remove()/update()/pushNode()/setOpen()/setCertificate() may be called from any thread;
+// they never wait for the network. Nothing throws out of this class.
 #pragma once
 
 #include <chrono>
@@ -24,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "cds/access.h"
 #include "cds/config_store.h"
 #include "cds/protocol.h"
 #include "config/stunner_config.h"
@@ -31,9 +38,12 @@
 
 namespace boost::asio {
 class io_context;
-}
+class thread_pool;
+}  // namespace boost::asio
 
 namespace kturn::cds {
+
+struct ServerTls;
 
 struct CdsServerOptions {
   std::string address = "0.0.0.0";  // IPv4 or IPv6 literal
@@ -48,6 +58,21 @@ struct CdsServerOptions {
   std::chrono::milliseconds watch_idle_timeout{30000};
   // A plain HTTP connection is closed after this long without a complete request.
   std::chrono::milliseconds request_timeout{10000};
+
+  // Who may read what (cds/access.h). Empty: everyone reads everything, as from STUNner.
+  Authorizer authorizer{};
+  // A decision is kept this long for the same token and request (never past its expiry).
+  std::chrono::milliseconds authorization_cache_ttl{5000};
+  // Authorizer calls in flight at most; a request beyond them is answered 503.
+  size_t max_pending_reviews = 32;
+  // TLS certificate chain and private key (PEM). Empty: plain HTTP only.
+  std::string tls_cert_pem{};
+  std::string tls_key_pem{};
+  // With a certificate: accept plain HTTP on the same port too.
+  bool allow_plaintext = true;
+  // Open connections at most, and per client IP address; one more is closed at once.
+  size_t max_connections = 4096;
+  size_t max_connections_per_source = 128;
 };
 
 class CdsServer {
@@ -78,6 +103,14 @@ class CdsServer {
   // Pushes the configs again to watchers on `node` (the node's addresses changed).
   void pushNode(std::string_view node);
 
+  // The configs a client without a token may read (by id, "namespace/name"); replaces the
+  // previous set. Only matters with an Authorizer.
+  void setOpen(const std::vector<std::string>& ids);
+  // A new certificate for connections accepted from now on (a renewed one). Errors: the PEM
+  // does not load (the old one stays).
+  Result<void> setCertificate(const std::string& cert_pem, const std::string& key_pem);
+  AccessStats accessStats() const { return gate_.stats(); }
+
   std::optional<config::StunnerConfig> get(std::string_view id) const;
   std::vector<std::string> ids() const;
   // Open watch connections.
@@ -88,8 +121,11 @@ class CdsServer {
 
   const CdsServerOptions options_;
   ConfigStore store_;
+  AccessGate gate_;
+  std::shared_ptr<ServerTls> tls_;
   uint16_t port_ = 0;
   std::thread thread_;
+  std::unique_ptr<boost::asio::thread_pool> reviewers_;
   // Destroyed before the store: sessions unsubscribe as they die.
   std::unique_ptr<boost::asio::io_context> ioc_;
 };

@@ -52,6 +52,7 @@ asio::awaitable<Result<HttpReply>> httpGet(Stream& stream, const Origin& origin,
 }  // namespace
 
 Result<std::shared_ptr<asio::ssl::context>> makeClientTlsContext(const std::string& ca_file,
+                                                                 const std::string& ca_pem,
                                                                  bool insecure) {
   beast::error_code ec;
   auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
@@ -60,19 +61,18 @@ Result<std::shared_ptr<asio::ssl::context>> makeClientTlsContext(const std::stri
                        asio::ssl::context::no_tlsv1_1,
                    ec);
   if (!ec) {
-    if (ca_file.empty()) {
-      ctx->set_default_verify_paths(ec);
-    } else {
-      ctx->load_verify_file(ca_file, ec);
-    }
+    if (ca_file.empty() && ca_pem.empty()) ctx->set_default_verify_paths(ec);
+    if (!ec && !ca_file.empty()) ctx->load_verify_file(ca_file, ec);
+    if (!ec && !ca_pem.empty()) ctx->add_certificate_authority(asio::buffer(ca_pem), ec);
   }
   if (!ec) {
     ctx->set_verify_mode(insecure ? asio::ssl::verify_none : asio::ssl::verify_peer, ec);
   }
   if (ec) {
-    return makeError(
-        Error::Code::kInvalidArgument,
-        "TLS setup" + (ca_file.empty() ? "" : " (CA file " + ca_file + ")") + ": " + ec.message());
+    return makeError(Error::Code::kInvalidArgument,
+                     "TLS setup" + (ca_file.empty() ? "" : " (CA file " + ca_file + ")") +
+                         (ca_pem.empty() ? "" : " (CA certificate from the environment)") + ": " +
+                         ec.message());
   }
   return ctx;
 }

@@ -21,9 +21,11 @@ namespace kturn::cds {
 using PlainStream = boost::beast::tcp_stream;
 using TlsStream = boost::beast::ssl_stream<boost::beast::tcp_stream>;
 
-// A client TLS context: TLS 1.2+, peer verification against `ca_file` (PEM) or the system trust
-// store unless `insecure`. Never throws.
+// A client TLS context: TLS 1.2+, peer verification against `ca_file` and `ca_pem` (PEM, either
+// may be empty) or, when both are empty, the system trust store; none if `insecure`. Never
+// throws.
 Result<std::shared_ptr<boost::asio::ssl::context>> makeClientTlsContext(const std::string& ca_file,
+                                                                        const std::string& ca_pem,
                                                                         bool insecure);
 
 // Resolves `origin.host` (skipped for IP literals) and connects. The deadline is armed on the

@@ -82,7 +82,8 @@ Result<WatcherSettings> makeWatcherSettings(const CdsClientOptions& options, con
   if (auto ok = checkTimings(options); !ok) return ok.error();
   std::shared_ptr<asio::ssl::context> tls;
   if (origin.tls) {
-    auto ctx = makeClientTlsContext(options.tls_ca_file, options.tls_insecure_skip_verify);
+    auto ctx = makeClientTlsContext(options.tls_ca_file, options.tls_ca_pem,
+                                    options.tls_insecure_skip_verify);
     if (!ctx) return ctx.error();
     tls = std::move(ctx).value();
   }
@@ -97,6 +98,9 @@ Result<WatcherSettings> makeWatcherSettings(const CdsClientOptions& options, con
       .expand_env = options.expand_env,
       .tls = std::move(tls),
       .verify_host = !options.tls_insecure_skip_verify,
+      .token = options.bearer_token_file.empty()
+                   ? nullptr
+                   : std::make_shared<BearerToken>("", options.bearer_token_file),
   };
 }
 
@@ -193,14 +197,16 @@ void Watcher::deliverResync(std::vector<std::string> ids) {
 template <class Stream>
 asio::awaitable<Result<std::vector<std::string>>> Watcher::fetchIds() {
   Result<HttpReply> reply = makeError(Error::Code::kInternal, "no reply");
+  const std::string token = settings_.token ? settings_.token->current() : std::string();
+  const GetHeaders headers{.bearer_token = token};
   if constexpr (std::is_same_v<Stream, TlsStream>) {
     TlsStream stream(ioc_, *settings_.tls);
     reply = co_await fetchDocument(stream, settings_.origin, settings_.resync_target,
-                                   settings_.handshake_timeout, settings_.verify_host);
+                                   settings_.handshake_timeout, settings_.verify_host, headers);
   } else {
     PlainStream stream(ioc_);
     reply = co_await fetchDocument(stream, settings_.origin, settings_.resync_target,
-                                   settings_.handshake_timeout);
+                                   settings_.handshake_timeout, headers);
   }
   const std::string where = "GET " + settings_.resync_target;
   if (!reply) co_return makeError(reply.error().code, where + ": " + reply.error().message);
@@ -248,9 +254,11 @@ asio::awaitable<void> Watcher::session() {
     co_return;
   }
   const std::string origin_header = "http://" + settings_.origin.hostPort();
+  const std::string token = settings_.token ? settings_.token->current() : std::string();
   ws.set_option(websocket::stream_base::decorator([&](websocket::request_type& request) {
     request.set(beast::http::field::user_agent, "kturn-cds-client");
     request.set(beast::http::field::origin, origin_header);  // as STUNner's client sends
+    if (!token.empty()) request.set(beast::http::field::authorization, "Bearer " + token);
   }));
   ws.read_message_max(kMaxMessage);
   websocket::response_type response;

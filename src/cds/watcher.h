@@ -16,6 +16,7 @@
 
 #include "cds/cds_client.h"
 #include "cds/origin.h"
+#include "common/bearer_token.h"
 
 namespace kturn::cds {
 
@@ -55,6 +56,7 @@ struct WatcherSettings {
   bool expand_env = true;
   std::shared_ptr<boost::asio::ssl::context> tls;  // null: plain TCP
   bool verify_host = true;
+  std::shared_ptr<BearerToken> token{};  // read at each connect; null: none
 };
 
 // kInvalidArgument unless every timing of `options` is positive (retry_period may be zero).

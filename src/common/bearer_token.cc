@@ -1,9 +1,9 @@
-#include "k8s/bearer_token.h"
+#include "common/bearer_token.h"
 
 #include <fstream>
 #include <sstream>
 
-namespace kturn::k8s {
+namespace kturn {
 
 namespace fs = std::filesystem;
 
@@ -36,4 +36,4 @@ std::string BearerToken::current() {
   return token_;
 }
 
-}  // namespace kturn::k8s
+}  // namespace kturn

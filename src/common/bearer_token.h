@@ -1,4 +1,5 @@
-// The bearer token sent to the API server. A service account's projected token is rotated by the
+// A bearer token, fixed or read from a file: what kturn sends to the API server and to the config
+// discovery server. A service account's projected token is rotated by the
 // kubelet (about hourly); like client-go's cached token file source, the file is read again when
 // its modification time or size changes, checked at most once a second.
 #pragma once
@@ -8,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-namespace kturn::k8s {
+namespace kturn {
 
 class BearerToken {
  public:
@@ -27,4 +28,4 @@ class BearerToken {
   std::chrono::steady_clock::time_point checked_{};
 };
 
-}  // namespace kturn::k8s
+}  // namespace kturn

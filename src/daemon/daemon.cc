@@ -118,6 +118,9 @@ Result<void> Daemon::startCds() {
   co.origin = options_.origin;
   co.id = options_.cds_id;
   co.node = options_.cds_node;
+  co.bearer_token_file = options_.cds_token_file;
+  co.tls_ca_file = options_.cds_ca_file;
+  co.tls_ca_pem = options_.cds_ca_pem;
   auto client = cds::CdsClient::create(co);
   if (!client)
     return makeError(client.error().code, options_.origin + ": " + client.error().message);

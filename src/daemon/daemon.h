@@ -37,6 +37,10 @@ class Daemon {
     // (stunnerd's --id / STUNNER_NAMESPACE+STUNNER_NAME and STUNNER_NODENAME).
     std::string cds_id;
     std::string cds_node;
+    // Authenticated config discovery (cds/cds_client.h): the token file, the CA file and PEM.
+    std::string cds_token_file{};
+    std::string cds_ca_file{};
+    std::string cds_ca_pem{};
     size_t workers = 0;  // 0: one per core
     std::chrono::seconds dns_interval{5};
     // SIGTERM drains: /ready fails, allocations keep being served until none is left or this

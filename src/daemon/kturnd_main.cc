@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
   options.origin = line.turn_uri.empty() ? origin : line.turn_uri;
   options.cds_id = line.id.empty() ? defaultCdsId() : line.id;
   options.cds_node = env("STUNNER_NODENAME");
+  options.cds_token_file = line.discovery.cdsTokenFile;
+  options.cds_ca_file = line.discovery.cdsCaFile;
+  options.cds_ca_pem = line.discovery.cdsCaPem;
   options.workers = line.workers;
   options.grace_period = std::chrono::seconds(line.grace_seconds);
   options.permission_lifetime = std::chrono::seconds(line.permission_seconds);

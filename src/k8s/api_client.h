@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/bearer_token.h"
 #include "k8s/api_connection.h"
-#include "k8s/bearer_token.h"
 #include "k8s/object.h"
 #include "k8s/resource_type.h"
 #include "k8s/rest_config.h"

@@ -45,6 +45,17 @@ void addDiscoveryOptions(CLI::App& app, DiscoveryFlags& flags, const std::string
                  "the discovery server's port ($CDS_SERVER_PORT)")
       ->check(CLI::Range(1, 65535))
       ->group(group);
+  flags.cdsTokenFile = env("KTURN_CDS_TOKEN_FILE");
+  flags.cdsCaFile = env("KTURN_CDS_CA_FILE");
+  flags.cdsCaPem = env("KTURN_CDS_CA");
+  app.add_option("--cds-token-file", flags.cdsTokenFile,
+                 "send the bearer token in this file to the config discovery server, re-read "
+                 "when it changes (kturn-operator --cds-auth; $KTURN_CDS_TOKEN_FILE)")
+      ->group(group);
+  app.add_option("--cds-ca-file", flags.cdsCaFile,
+                 "verify an https config discovery server against this CA (PEM; "
+                 "$KTURN_CDS_CA_FILE; $KTURN_CDS_CA holds the PEM itself)")
+      ->group(group);
   KubeFlags& kube = flags.kube;
   app.add_option("--kubeconfig", kube.kubeconfig, "kubeconfig file (default: in-cluster)")
       ->group(group);

@@ -32,13 +32,20 @@ struct DiscoveryFlags {
   std::string cdsServerAddress{};
   std::string cdsServerNamespace{};
   int cdsServerPort = 13478;
+  // kturn's authenticated config discovery (docs/cds.md#authentication), for any CDS origin:
+  // the bearer token file (--cds-token-file, $KTURN_CDS_TOKEN_FILE), the CA to verify an https
+  // server with (--cds-ca-file, $KTURN_CDS_CA_FILE; and $KTURN_CDS_CA, the PEM itself, which
+  // kturn-operator sets in the pods it renders).
+  std::string cdsTokenFile{};
+  std::string cdsCaFile{};
+  std::string cdsCaPem{};
   KubeFlags kube{};
 };
 
 // Registers the flags on `app` in help group `group`, with the defaults from CDS_SERVER_ADDR,
-// CDS_SERVER_NAMESPACE and CDS_SERVER_PORT read now (a value that is not a port keeps 13478, as
-// in STUNner). cli-runtime's flags that kturn has no use for (--namespace, --as, ...) are
-// accepted and stored nowhere. `flags` must outlive `app`.
+// CDS_SERVER_NAMESPACE, CDS_SERVER_PORT and the KTURN_CDS_* variables read now (a value that is not
+// a port keeps 13478, as in STUNner). cli-runtime's flags that kturn has no use for (--namespace,
+// --as, ...) are accepted and stored nowhere. `flags` must outlive `app`.
 void addDiscoveryOptions(CLI::App& app, DiscoveryFlags& flags, const std::string& group);
 
 // After parsing: the accepted-and-ignored flags that were given, by their long names.

@@ -57,6 +57,13 @@ ResourceType deployment() { return {"apps", "v1", "Deployment", "deployments", t
 ResourceType daemonSet() { return {"apps", "v1", "DaemonSet", "daemonsets", true}; }
 ResourceType lease() { return {"coordination.k8s.io", "v1", "Lease", "leases", true}; }
 ResourceType pod() { return {"", "v1", "Pod", "pods", true}; }
+ResourceType replicaSet() { return {"apps", "v1", "ReplicaSet", "replicasets", true}; }
+ResourceType tokenReview() {
+  return {"authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false};
+}
+ResourceType subjectAccessReview() {
+  return {"authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", false};
+}
 }  // namespace resources
 
 const ResourceType* findResourceType(std::string_view apiVersion, std::string_view kind) {

@@ -44,6 +44,10 @@ ResourceType deployment();
 ResourceType daemonSet();
 ResourceType lease();
 ResourceType pod();
+ResourceType replicaSet();
+// The review APIs kturn-operator asks about CDS clients (operator/cds_authorizer.h).
+ResourceType tokenReview();
+ResourceType subjectAccessReview();
 }  // namespace resources
 
 // The type of an object by apiVersion and kind, among those above; nullptr when unknown.

@@ -43,9 +43,11 @@ ConfigPublisher::Outcome ConfigPublisher::publish(const std::vector<GatewayOutpu
                                                   int64_t now_unix) {
   Outcome outcome;
   std::map<std::string, config::StunnerConfig> configs;
+  std::vector<std::string> open;
   for (const GatewayOutput& gw : gateways) {
     if (!gw.config) continue;
     const std::string id = gw.gateway.str();
+    if (gw.cds_open) open.push_back(id);
     config::StunnerConfig candidate = *gw.config;
     std::optional<config::StunnerConfig> served = server_.get(id);
     carryPreviousSecret(candidate, served ? &*served : nullptr, gw.credential_lifetime, now_unix);
@@ -60,6 +62,9 @@ ConfigPublisher::Outcome ConfigPublisher::publish(const std::vector<GatewayOutpu
     if (served) configs.emplace(id, std::move(*served));
   }
   outcome.served = static_cast<int>(configs.size());
+  // Opened before the configs appear, closed before they change: a stunnerd never sees a 401
+  // for a config it may read, and a config that stops being open is never served openly again.
+  server_.setOpen(open);
   if (Result<void> updated = server_.update(configs); !updated) {
     // Cannot happen (every entry was validated above); reported rather than hidden.
     outcome.problems.push_back("CDS update: " + updated.error().message);

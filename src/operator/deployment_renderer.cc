@@ -40,7 +40,15 @@ Json probe(const char* path) {
           {"failureThreshold", 3}};
 }
 
+// Authenticated config discovery for this Gateway's pods: on unless the operator has it off or
+// the Gateway opts out.
+bool cdsAuthenticated(const k8s::Gateway& gw, const RenderOptions& options) {
+  return options.cdsAuth.enabled && !cdsOpen(gw);
+}
+
 Json container(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptions& options) {
+  const bool authenticated = cdsAuthenticated(gw, options);
+  const bool tls = authenticated && !options.cdsAuth.caPem.empty();
   Json env = Json::array({
       {{"name", "STUNNER_ADDR"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
       {{"name", "STUNNER_NAME"}, {"value", gw.meta.name}},
@@ -48,8 +56,13 @@ Json container(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOpt
       {{"name", "STUNNER_NODENAME"},
        {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}},
       {{"name", "STUNNER_CONFIG_ORIGIN"},
-       {"value", configDiscoveryUrl(options.configDiscoveryAddress)}},
+       {"value", configDiscoveryUrl(options.configDiscoveryAddress, tls)}},
   });
+  if (authenticated) {
+    env.push_back(
+        {{"name", "KTURN_CDS_TOKEN_FILE"}, {"value", std::string(kCdsTokenDirectory) + "/token"}});
+    if (tls) env.push_back({{"name", "KTURN_CDS_CA"}, {"value", options.cdsAuth.caPem}});
+  }
   if (dp.env) {
     for (const Json& e : *dp.env) env.push_back(e);
   }
@@ -70,6 +83,10 @@ Json container(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOpt
   }
   c["imagePullPolicy"] = dp.imagePullPolicy.value_or("Always");
   if (dp.containerSecurityContext) c["securityContext"] = *dp.containerSecurityContext;
+  if (authenticated) {
+    c["volumeMounts"] = Json::array(
+        {{{"name", kCdsTokenVolume}, {"mountPath", kCdsTokenDirectory}, {"readOnly", true}}});
+  }
   return c;
 }
 
@@ -87,6 +104,16 @@ Json podSpec(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptio
   if (dp.topologySpreadConstraints && !dp.topologySpreadConstraints->empty()) {
     spec["topologySpreadConstraints"] = *dp.topologySpreadConstraints;
   }
+  if (cdsAuthenticated(gw, options)) {
+    // The kubelet writes and rotates a token bound to the pod, for kturn's audience only: the API
+    // server's own token is not mounted for this.
+    const Json source = {{"serviceAccountToken",
+                          {{"audience", options.cdsAuth.audience},
+                           {"expirationSeconds", kCdsTokenExpirationSeconds},
+                           {"path", "token"}}}};
+    spec["volumes"] = Json::array(
+        {{{"name", kCdsTokenVolume}, {"projected", {{"sources", Json::array({source})}}}}});
+  }
   return spec;
 }
 
@@ -101,7 +128,12 @@ Json selector(const k8s::Gateway& gw) {
 
 }  // namespace
 
-std::string configDiscoveryUrl(const std::string& address) {
+bool cdsOpen(const k8s::Gateway& gateway) {
+  auto it = gateway.meta.annotations.find(std::string(kCdsAuthAnnotation));
+  return it != gateway.meta.annotations.end() && it->second == kCdsAuthNone;
+}
+
+std::string configDiscoveryUrl(const std::string& address, bool tls) {
   std::string host = address;
   std::string port = "13478";
   const size_t colon = address.rfind(':');
@@ -116,7 +148,7 @@ std::string configDiscoveryUrl(const std::string& address) {
     host = host.substr(1, host.size() - 2);
   }
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  return "http://" + host + ":" + port;
+  return (tls ? "https://" : "http://") + host + ":" + port;
 }
 
 std::vector<std::string> labelFilterFrom(std::string_view commaSeparated) {

@@ -10,6 +10,8 @@
 //                  STUNNER_NAME/NAMESPACE, STUNNER_NODENAME, STUNNER_CONFIG_ORIGIN = the config
 //                  discovery URL, then the Dataplane's env), resources, probes on :8086
 //                  /live and /ready unless disableHealthCheck, metrics port 8080
+//   CDS auth       (kturn, RenderOptions::cdsAuth) a projected ServiceAccount token volume,
+//                  KTURN_CDS_TOKEN_FILE and KTURN_CDS_CA, the origin over https
 //   pod            terminationGracePeriodSeconds (3600 by default: draining TURN allocations
 //                  takes long), hostNetwork, affinity, tolerations, security contexts, image pull
 //                  secrets, topology spread constraints
@@ -27,6 +29,9 @@
 
 namespace kturn::op {
 
+// Whether the Gateway opts out of authenticated config discovery (kCdsAuthAnnotation: none).
+bool cdsOpen(const k8s::Gateway& gateway);
+
 k8s::Object renderDeployment(const k8s::Gateway& gateway, const k8s::Dataplane& dataplane,
                              const RenderOptions& options);
 
@@ -38,7 +43,8 @@ k8s::Dataplane builtinDataplane(const RenderOptions& options);
 // blanks around each trimmed and empty ones dropped, as STUNner's operator reads it.
 std::vector<std::string> labelFilterFrom(std::string_view commaSeparated);
 
-// "http://host:port" for STUNNER_CONFIG_ORIGIN; the port defaults to 13478, IPv6 is bracketed.
-std::string configDiscoveryUrl(const std::string& address);
+// "http://host:port" (https with `tls`) for STUNNER_CONFIG_ORIGIN; the port defaults to 13478,
+// IPv6 is bracketed.
+std::string configDiscoveryUrl(const std::string& address, bool tls = false);
 
 }  // namespace kturn::op

@@ -238,6 +238,7 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
     }
   }
   out.output.service = std::move(svc.service);
+  out.output.cds_open = cdsOpen(gw);
   auto disabled = gw.meta.annotations.find(std::string(kDisableManagedDataplaneAnnotation));
   if (disabled == gw.meta.annotations.end() || disabled->second != "true") {
     out.output.deployment = renderDeployment(gw, ctx.dataplane, options);

@@ -28,10 +28,27 @@ admin::Handler readyzHandler(const Controller& controller) {
   };
 }
 
-std::vector<admin::MetricFamily> operatorMetrics(const ControllerStats& stats, size_t cdsWatchers) {
+std::vector<admin::MetricFamily> operatorMetrics(const ControllerStats& stats, size_t cdsWatchers,
+                                                 const cds::AccessStats& cdsAccess) {
   using admin::MetricType;
   const auto n = [](uint64_t v) { return static_cast<double>(v); };
-  return {
+  admin::MetricFamily requests{
+      .name = "kturn_operator_cds_requests_total",
+      .help =
+          "CDS requests for configs by what access control decided (docs/cds.md): allowed "
+          "(a token it accepted), open (an unauthenticated Gateway), unauthenticated (401), "
+          "forbidden (403), busy (503, too many token reviews in flight).",
+      .type = MetricType::kCounter,
+      .samples = {},
+      .histograms = {}};
+  for (auto [outcome, value] : {std::pair{"allowed", cdsAccess.allowed},
+                                {"open", cdsAccess.open},
+                                {"unauthenticated", cdsAccess.unauthenticated},
+                                {"forbidden", cdsAccess.forbidden},
+                                {"busy", cdsAccess.busy}}) {
+    requests.samples.push_back({.labels = {{"outcome", outcome}}, .value = n(value)});
+  }
+  std::vector<admin::MetricFamily> out = {
       family("kturn_operator_reconciles_total", "Renders of the whole cluster.",
              MetricType::kCounter, n(stats.reconciles)),
       family("kturn_operator_objects_applied_total",
@@ -59,7 +76,19 @@ std::vector<admin::MetricFamily> operatorMetrics(const ControllerStats& stats, s
              MetricType::kGauge, stats.leading ? 1 : 0),
       family("kturn_operator_synced", "1 once every watched kind has been listed.",
              MetricType::kGauge, stats.synced ? 1 : 0),
+      family("kturn_operator_cds_token_reviews_total",
+             "CDS access decisions made with the Kubernetes API (TokenReview and, when needed, "
+             "SubjectAccessReview), the rest came from the few-second cache.",
+             MetricType::kCounter, n(cdsAccess.reviews)),
+      family("kturn_operator_cds_connections_refused_total",
+             "CDS connections closed at once: over the total or per-address limit.",
+             MetricType::kCounter, n(cdsAccess.connections_refused)),
+      family("kturn_operator_cds_watches_expired_total",
+             "CDS watches closed when the token that opened them expired (the client reconnects).",
+             MetricType::kCounter, n(cdsAccess.watches_expired)),
   };
+  out.push_back(std::move(requests));
+  return out;
 }
 
 }  // namespace kturn::op

@@ -7,6 +7,7 @@
 
 #include "admin/handler.h"
 #include "admin/metric_family.h"
+#include "cds/access.h"
 #include "operator/controller.h"
 
 namespace kturn::op {
@@ -16,7 +17,9 @@ namespace kturn::op {
 admin::Handler readyzHandler(const Controller& controller);
 admin::Handler healthzHandler();
 
-// The kturn_operator_* series: the controller's counters, leadership and sync, and CDS watchers.
-std::vector<admin::MetricFamily> operatorMetrics(const ControllerStats& stats, size_t cdsWatchers);
+// The kturn_operator_* series: the controller's counters, leadership and sync, CDS watchers and
+// what CDS access control refused.
+std::vector<admin::MetricFamily> operatorMetrics(const ControllerStats& stats, size_t cdsWatchers,
+                                                 const cds::AccessStats& cdsAccess = {});
 
 }  // namespace kturn::op

@@ -10,7 +10,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -27,6 +30,8 @@
 #include "k8s/api_client.h"
 #include "k8s/leader_elector.h"
 #include "k8s/rest_config.h"
+#include "operator/cds_authorizer.h"
+#include "operator/cds_tls.h"
 #include "operator/controller.h"
 #include "operator/deployment_renderer.h"
 #include "operator/operator_endpoints.h"
@@ -71,6 +76,33 @@ bool parseListenAddress(const std::string& text, std::string& host, uint16_t& po
   return true;
 }
 
+std::optional<std::string> readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The host of --cds-server-address ("host:port", "[v6]:port", "host").
+std::string hostOf(const std::string& address) {
+  std::string host;
+  uint16_t port = 0;
+  if (!parseListenAddress(address, host, port)) host = address;
+  return host;
+}
+
+std::vector<std::string> splitComma(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (!item.empty()) out.push_back(std::move(item));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::string defaultIdentity() {
   if (std::string pod = env("POD_NAME"); !pod.empty()) return pod;
   char name[256] = {};
@@ -95,6 +127,12 @@ int main(int argc, char** argv) {
   std::string logFormat = "text";
   std::string metricsAddr = ":8080";
   std::string probeAddr = ":8081";
+  bool cdsAuth = false;
+  std::string cdsTlsSecret;
+  std::string cdsTlsSecretNamespace = env("POD_NAMESPACE");
+  std::string cdsTlsCert, cdsTlsKey, cdsTlsCa;
+  std::string cdsTlsHosts;
+  bool cdsAllowPlaintext = true;
 
   app.add_option("--controller-name", options.render.controllerName,
                  "GatewayClass spec.controllerName this operator acts for")
@@ -107,6 +145,30 @@ int main(int argc, char** argv) {
   app.add_option("--cds-server-address", options.render.configDiscoveryAddress,
                  "host:port the dataplane pods are told to fetch their config from "
                  "(STUNNER_CONFIG_ORIGIN)")
+      ->capture_default_str();
+  app.add_flag("--cds-auth", cdsAuth,
+               "authenticate config discovery clients: a ServiceAccount token (TokenReview) that "
+               "is a Gateway's dataplane pod, or that RBAC lets read configs.cds.kturn.io; the "
+               "Gateways' pods get such a token (docs/cds.md#authentication)");
+  app.add_option("--cds-token-audience", options.render.cdsAuth.audience,
+                 "the audience CDS tokens must be for")
+      ->capture_default_str();
+  app.add_option("--cds-tls-secret", cdsTlsSecret,
+                 "serve CDS over TLS with a certificate signed by the CA in this Secret (in "
+                 "--cds-tls-secret-namespace), which the operator creates when it is missing");
+  app.add_option("--cds-tls-secret-namespace", cdsTlsSecretNamespace,
+                 "namespace of --cds-tls-secret (default: $POD_NAMESPACE)");
+  app.add_option("--cds-tls-cert", cdsTlsCert,
+                 "serve CDS over TLS with this certificate chain (PEM file) instead");
+  app.add_option("--cds-tls-key", cdsTlsKey, "the private key of --cds-tls-cert (PEM file)");
+  app.add_option("--cds-tls-ca", cdsTlsCa,
+                 "the CA the dataplane pods verify --cds-tls-cert against (PEM file)");
+  app.add_option("--cds-tls-hosts", cdsTlsHosts,
+                 "comma-separated names and addresses of the managed serving certificate "
+                 "(default: the host of --cds-server-address and its Service name forms)");
+  app.add_option("--cds-allow-plaintext", cdsAllowPlaintext,
+                 "with TLS: serve the configs of Gateways annotated "
+                 "kturn.io/config-discovery-auth: none over plain HTTP too (stunnerd)")
       ->capture_default_str();
   app.add_flag("--leader-elect", leaderElect,
                "elect one leader (coordination.k8s.io Lease) to apply objects and write statuses; "
@@ -186,6 +248,65 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kturn-operator: --cds-addr %s: want [host]:port\n", cdsAddr.c_str());
     return 2;
   }
+  cdsOptions.allow_plaintext = cdsAllowPlaintext;
+  // The CDS certificate: managed from a CA Secret, or from files.
+  std::unique_ptr<kturn::op::CdsCertificateRenewer> renewer;
+  if (!cdsTlsSecret.empty() && !cdsTlsCert.empty()) {
+    std::fprintf(stderr,
+                 "kturn-operator: --cds-tls-secret and --cds-tls-cert exclude each other\n");
+    return 2;
+  }
+  if (!cdsTlsSecret.empty()) {
+    if (cdsTlsSecretNamespace.empty()) cdsTlsSecretNamespace = "kturn-system";
+    auto ca = kturn::op::loadOrCreateCdsCa(**client, cdsTlsSecretNamespace, cdsTlsSecret);
+    if (!ca) {
+      logger->critical("{}", ca.error().message);
+      return 1;
+    }
+    std::vector<std::string> hosts = splitComma(cdsTlsHosts);
+    if (hosts.empty())
+      hosts = kturn::op::cdsServingHosts(hostOf(options.render.configDiscoveryAddress));
+    renewer = std::make_unique<kturn::op::CdsCertificateRenewer>(*ca, hosts);
+    if (!renewer->first()) {
+      logger->critical("CDS serving certificate: {}", renewer->first().error().message);
+      return 1;
+    }
+    cdsOptions.tls_cert_pem = renewer->first()->cert_pem;
+    cdsOptions.tls_key_pem = renewer->first()->key_pem;
+    options.render.cdsAuth.caPem = ca->cert_pem;
+    logger->info("CDS over TLS: certificate for {} from the CA in Secret {}/{}",
+                 fmt::join(hosts, ","), cdsTlsSecretNamespace, cdsTlsSecret);
+  } else if (!cdsTlsCert.empty()) {
+    auto cert = readFile(cdsTlsCert);
+    auto key = readFile(cdsTlsKey);
+    auto ca = readFile(cdsTlsCa.empty() ? cdsTlsCert : cdsTlsCa);
+    if (!cert || !key || !ca) {
+      std::fprintf(stderr,
+                   "kturn-operator: cannot read --cds-tls-cert, --cds-tls-key or --cds-tls-ca\n");
+      return 2;
+    }
+    cdsOptions.tls_cert_pem = *cert;
+    cdsOptions.tls_key_pem = *key;
+    options.render.cdsAuth.caPem = *ca;
+  }
+  // The authorizer's API calls get a client of their own with a short timeout: a request waits
+  // for them.
+  std::unique_ptr<kturn::k8s::ApiClient> reviewClient;
+  std::unique_ptr<kturn::op::CdsAuthorizer> authorizer;
+  if (cdsAuth) {
+    auto made = kturn::k8s::ApiClient::create(*config);
+    if (!made) {
+      logger->critical("Kubernetes API {}: {}", config->url(), made.error().message);
+      return 1;
+    }
+    reviewClient = std::move(made).value();
+    reviewClient->setTimeout(std::chrono::seconds(5));
+    authorizer = std::make_unique<kturn::op::CdsAuthorizer>(
+        *reviewClient,
+        kturn::op::CdsAuthorizerOptions{.audience = options.render.cdsAuth.audience});
+    cdsOptions.authorizer = std::ref(*authorizer);
+    options.render.cdsAuth.enabled = true;
+  }
   // controller-runtime's convention, which STUNner's flags follow: "0" turns an endpoint off.
   std::optional<kturn::admin::HttpEndpoint> metricsEndpoint, probeEndpoint;
   for (auto [flag, text, endpoint] :
@@ -207,6 +328,17 @@ int main(int argc, char** argv) {
     logger->critical("{}", cds.error().message);
     return 1;
   }
+  if (renewer) {
+    renewer->start([&server = **cds, &logger](const kturn::certificate::PemPair& pem) {
+      if (auto set = server.setCertificate(pem.cert_pem, pem.key_pem); !set) {
+        logger->error("CDS: {}", set.error().message);
+      }
+    });
+  }
+  logger->info("CDS: {}{}",
+               cdsAuth ? "clients authenticated (audience " + options.render.cdsAuth.audience + ")"
+                       : "no client authentication (as STUNner)",
+               cdsOptions.tls_cert_pem.empty() ? ", plain HTTP" : ", TLS");
   logger->info("Gateway labels not copied to Deployments: {}",
                fmt::join(options.render.labelFilter, ","));
   logger->info("kturn-operator: controller {}, API server {}, CDS on {}:{}",
@@ -226,7 +358,8 @@ int main(int argc, char** argv) {
         endpoints.emplace_back(std::make_unique<kturn::admin::AdminServer>(*metricsEndpoint));
     kturn::cds::CdsServer& cdsServer = **cds;
     const auto collect = [&controller, &cdsServer] {
-      auto families = kturn::op::operatorMetrics(controller.stats(), cdsServer.watcherCount());
+      auto families = kturn::op::operatorMetrics(controller.stats(), cdsServer.watcherCount(),
+                                                 cdsServer.accessStats());
       for (auto& f : kturn::admin::collectProcessMetrics()) families.push_back(std::move(f));
       return families;
     };
@@ -256,6 +389,7 @@ int main(int argc, char** argv) {
   if (elector) elector->stop();  // releases the lease first, so a successor takes over at once
   for (auto& server : endpoints) server->stop();  // their handlers read the controller
   controller.stop();
+  renewer.reset();
   (*cds)->stop();
   return 0;
 }

@@ -20,6 +20,15 @@ struct RenderOptions {
   // Where stunnerd pods fetch their config (STUNNER_CONFIG_ORIGIN); host:port, port defaults to
   // 13478. The operator sets this to its pod address at run time.
   std::string configDiscoveryAddress = ":13478";
+  // kturn's authenticated config discovery (docs/cds.md#authentication). On, every Gateway's
+  // pods get a projected ServiceAccount token of this audience (KTURN_CDS_TOKEN_FILE) and, with
+  // a CA, the config discovery URL over https and the CA in KTURN_CDS_CA; a Gateway annotated
+  // kturn.io/config-discovery-auth: none keeps plain, unauthenticated discovery (stunnerd).
+  struct CdsClientAuth {
+    bool enabled = false;
+    std::string audience = "kturn-cds";
+    std::string caPem{};  // the CDS server's CA (PEM); empty: plain HTTP
+  } cdsAuth{};
   // Off by default, as in STUNner, which never checks them. On (--reference-grants=enforce), a
   // backend in another namespace than its route, or a Gateway's certificate Secret in another
   // namespace than the Gateway, needs a ReferenceGrant there (Gateway API); without one the

@@ -23,6 +23,8 @@ struct GatewayOutput {
   // authLifetime, default one day, as STUNner's auth service mints): when the shared secret
   // changes, the replaced one keeps validating this long (ConfigPublisher).
   std::chrono::seconds credential_lifetime{kDefaultCredentialLifetime};
+  // Served over CDS without a token (the Gateway's kturn.io/config-discovery-auth: none).
+  bool cds_open = false;
 
   static constexpr std::chrono::seconds kDefaultCredentialLifetime{86400};
 };

@@ -31,6 +31,16 @@ inline constexpr std::string_view kDisableHealthCheckExposeAnnotation =
 inline constexpr std::string_view kDisableSessionAffinityAnnotation =
     "stunner.l7mp.io/disable-session-affinity";
 
+// kturn's own Gateway annotation (not STUNner's): "none" serves this Gateway's config over CDS
+// without authentication, to clients that send no token (stunnerd), when the operator
+// authenticates CDS clients (docs/cds.md#authentication).
+inline constexpr std::string_view kCdsAuthAnnotation = "kturn.io/config-discovery-auth";
+inline constexpr std::string_view kCdsAuthNone = "none";
+// Where the rendered dataplane pods find their CDS token.
+inline constexpr std::string_view kCdsTokenVolume = "kturn-cds-token";
+inline constexpr std::string_view kCdsTokenDirectory = "/var/run/secrets/kturn.io/cds";
+inline constexpr int64_t kCdsTokenExpirationSeconds = 3600;
+
 // Defaults of the operator (internal/config/dataplane.go, pkg/config/defaults.go).
 inline constexpr std::string_view kDefaultControllerName = "stunner.l7mp.io/gateway-operator";
 inline constexpr std::string_view kDefaultDataplaneName = "default";

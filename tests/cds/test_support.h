@@ -196,6 +196,22 @@ class WsTestClient {
     }
     return boost::beast::buffers_to_string(buffer.data());
   }
+  // Sends `message` as one text frame, then reads: true when the server ends the connection
+  // (close frame, EOF or reset) within the timeout rather than answering or staying silent.
+  bool closedAfterSending(const std::string& message) {
+    if (!ok_) return false;
+    std::optional<boost::system::error_code> result;
+    ws_.text(true);
+    ws_.async_write(boost::asio::buffer(message),
+                    [&](boost::system::error_code e, size_t) { result = e; });
+    if (!complete(result)) return false;
+    if (*result) return true;  // the server closed while we were still writing
+    boost::beast::flat_buffer buffer;
+    result.reset();
+    ws_.async_read(buffer, [&](boost::system::error_code e, size_t) { result = e; });
+    ok_ = false;
+    return complete(result) && *result;
+  }
 
  private:
   // Runs the io_context until `result` is set or the timeout passes (then cancels and drains).

@@ -20,7 +20,8 @@ chart-all-features.yaml). Then:
     literal apiVersion/kind), the statuses it writes (renderer.cc), the Lease
     (leader_elector.cc), with the verbs of the ApiClient calls at each call site. A new kind or
     call site without a rule fails, so does a rule nothing uses; no wildcards; Gateway API and
-    stunner.l7mp.io in separate rules; nothing for kturn-auth or the dataplane pods;
+    stunner.l7mp.io in separate rules; nothing for the dataplane pods, and for kturn-auth only
+    its configs.cds.kturn.io grant; kturn-auth's CDS token and CA match the operator's flags;
   * pods meet the restricted Pod Security Standard; only kturnd adds a capability, and only
     NET_BIND_SERVICE;
   * the default Dataplane is accepted by the API server (a server-side dry run against the
@@ -89,6 +90,8 @@ METHOD_VERBS = {
     "applyStatus": {"patch"},
 }
 API_CALL = re.compile(r"\bclient_?\s*(?:\.|->)\s*(\w+)\(")
+# A call that names its resource type right away: client_.get(k8s::resources::pod(), ...).
+TYPED_API_CALL = re.compile(r"\bclient_?\s*(?:\.|->)\s*(\w+)\(\s*k8s::resources::(\w+)\(\)")
 
 # The Pod Security Standards' safe sysctls (baseline, kept by restricted).
 SAFE_SYSCTLS = {
@@ -274,7 +277,8 @@ def needed_permissions():
     sites.pop("src/k8s/config_discovery_lookup.cc", None)
     known = {"src/k8s/informer.cc", "src/k8s/leader_elector.cc",
              "src/operator/owned_object_applier.cc", "src/operator/status_writer.cc",
-             "src/operator/watched_cluster.cc"}
+             "src/operator/watched_cluster.cc", "src/operator/cds_authorizer.cc",
+             "src/operator/cds_tls.cc"}
     assert set(sites) == known, (
         f"the Kubernetes API is called from {sorted(set(sites) - known)} (or no longer from "
         f"{sorted(known - set(sites))}): derive the RBAC of that call site here and in "
@@ -305,6 +309,19 @@ def needed_permissions():
         assert namespaced, f"leader_elector.cc uses cluster-scoped {plural}"
         for verb in verbs_of(sites["src/k8s/leader_elector.cc"], "leader_elector.cc"):
             need.add(("namespace", group, plural, verb))
+    # CDS access control (operator.cds.auth, on in every render here): TokenReviews and
+    # SubjectAccessReviews (cluster-scoped), and the pod a token is bound to up to its Gateway,
+    # in any namespace. The CDS CA (operator.cds.tls): one Secret of the release namespace. Each
+    # call there names its type, and every call must.
+    for rel, scope in (("src/operator/cds_authorizer.cc", "cluster"),
+                       ("src/operator/cds_tls.cc", "namespace")):
+        text = read(rel)
+        typed = TYPED_API_CALL.findall(text)
+        assert len(typed) == len(API_CALL.findall(text)), f"{rel}: an API call without its type"
+        for method, name in typed:
+            group, _, _, plural, namespaced = types[name]
+            for verb in verbs_of({method}, rel):
+                need.add((scope if namespaced else "cluster", group, plural, verb))
     return need
 
 
@@ -488,6 +505,8 @@ class BinariesTest(unittest.TestCase):
         for case, objects in RENDERS.items():
             for name, main in binaries.items():
                 flags = cli_flags(main)
+                if "addDiscoveryOptions" in read(main):  # the shared CDS and Kubernetes flags
+                    flags |= cli_flags("src/k8s/discovery_flags.cc")
                 for c in component(objects, "Deployment", name)["spec"]["template"]["spec"][
                         "containers"]:
                     for arg in c["args"]:
@@ -531,7 +550,7 @@ class BinariesTest(unittest.TestCase):
                 spec = auth["spec"]["template"]["spec"]
                 args = args_map(spec["containers"][0]["args"])
                 self.assertEqual(args["--config"],
-                                 f"http://{RELEASE}-config-discovery.{NAMESPACE}.svc:13478")
+                                 f"https://{RELEASE}-config-discovery.{NAMESPACE}.svc:13478")
                 self.assertRegex(args["--id"], r"^[a-z0-9-]+/[a-z0-9-]+$")
                 self.assertEqual(int(args["--port"]), spec["containers"][0]["ports"][0][
                     "containerPort"])
@@ -539,7 +558,8 @@ class BinariesTest(unittest.TestCase):
     def test_auth_token_file_is_mounted(self):
         spec = component(FULL, "Deployment", f"{RELEASE}-auth")["spec"]["template"]["spec"]
         args = args_map(spec["containers"][0]["args"])
-        mount = spec["containers"][0]["volumeMounts"][0]
+        mount = next(m for m in spec["containers"][0]["volumeMounts"]
+                     if m["name"] == "bearer-token")
         self.assertEqual(os.path.dirname(args["--token-file"]), mount["mountPath"])
         volume = next(v for v in spec["volumes"] if v["name"] == mount["name"])
         self.assertEqual(volume["secret"]["items"][0]["path"],
@@ -577,7 +597,12 @@ class RbacTest(unittest.TestCase):
                   ("cluster", "apps", "daemonsets", "create"),
                   ("cluster", "", "services", "delete"),
                   ("cluster", "", "secrets", "list"),
-                  ("namespace", "coordination.k8s.io", "leases", "update")]:
+                  ("namespace", "coordination.k8s.io", "leases", "update"),
+                  ("cluster", "authentication.k8s.io", "tokenreviews", "create"),
+                  ("cluster", "authorization.k8s.io", "subjectaccessreviews", "create"),
+                  ("cluster", "", "pods", "get"),
+                  ("cluster", "apps", "replicasets", "get"),
+                  ("namespace", "", "secrets", "create")]:
             self.assertIn(p, need)
         self.assertNotIn(("cluster", "", "secrets", "patch"), need)
 
@@ -597,7 +622,12 @@ class RbacTest(unittest.TestCase):
                     self.assertFalse({"escalate", "bind", "impersonate", "deletecollection"} &
                                      set(rule["verbs"]))
                     if "secrets" in rule["resources"]:
-                        self.assertLessEqual(set(rule["verbs"]), {"list", "watch"})
+                        if role.endswith("-cds-ca"):  # the operator's own CA, in its namespace
+                            self.assertTrue(set(rule["verbs"]) == {"create"} or
+                                            (set(rule["verbs"]) == {"get"} and
+                                             rule.get("resourceNames")))
+                        else:
+                            self.assertLessEqual(set(rule["verbs"]), {"list", "watch"})
 
     def test_each_rule_names_one_api_group(self):
         # Gateway API and stunner.l7mp.io grants never share a rule (seed 000: access to one
@@ -621,6 +651,57 @@ class RbacTest(unittest.TestCase):
                         self.assertNotIn("resourceNames", rule)
                     else:
                         self.assertTrue(rule.get("resourceNames"))
+
+    def test_auth_shows_a_cds_token_and_trusts_the_cds_ca(self):
+        for case, objects in RENDERS.items():
+            with self.subTest(case=case):
+                spec = component(objects, "Deployment", f"{RELEASE}-auth")["spec"]["template"][
+                    "spec"]
+                args = args_map(spec["containers"][0]["args"])
+                mounts = {m["name"]: m["mountPath"] for m in spec["containers"][0]["volumeMounts"]}
+                volumes = {v["name"]: v for v in spec["volumes"]}
+                token = volumes["cds-token"]["projected"]["sources"][0]["serviceAccountToken"]
+                self.assertEqual(token["audience"], value(case, "operator", "cds", "auth",
+                                                          "audience"))
+                self.assertEqual(os.path.join(mounts["cds-token"], token["path"]),
+                                 args["--cds-token-file"])
+                ca = volumes["cds-ca"]["secret"]
+                self.assertEqual(ca["secretName"], value(case, "operator", "cds", "tls",
+                                                         "caSecret"))
+                # The certificate only: the CA's key stays with the operator.
+                self.assertEqual(ca["items"], [{"key": "ca.crt", "path": "ca.crt"}])
+                self.assertEqual(os.path.join(mounts["cds-ca"], "ca.crt"), args["--cds-ca-file"])
+                operator_args = args_map(component(objects, "Deployment", f"{RELEASE}-operator")[
+                    "spec"]["template"]["spec"]["containers"][0]["args"])
+                self.assertIn("--cds-auth", operator_args)
+                self.assertEqual(operator_args["--cds-token-audience"], token["audience"])
+                self.assertEqual(operator_args["--cds-tls-secret"], ca["secretName"])
+                self.assertEqual(operator_args["--cds-tls-secret-namespace"], NAMESPACE)
+        off = helm.objects(helm.template(CHART, RELEASE, NAMESPACE, sets=[
+            "operator.cds.auth.enabled=false", "operator.cds.tls.enabled=false"]))
+        spec = component(off, "Deployment", f"{RELEASE}-auth")["spec"]["template"]["spec"]
+        self.assertNotIn("volumes", spec)
+        args = args_map(spec["containers"][0]["args"])
+        self.assertTrue(args["--config"].startswith("http://"))
+        self.assertNotIn("--cds-token-file", args)
+        operator_args = args_map(component(off, "Deployment", f"{RELEASE}-operator")["spec"][
+            "template"]["spec"]["containers"][0]["args"])
+        self.assertNotIn("--cds-auth", operator_args)
+        self.assertNotIn("--cds-tls-secret", operator_args)
+        self.assertEqual(find(off, "ClusterRole", f"{RELEASE}-auth-cds"), [])
+
+    def test_auth_reads_only_its_gateway_over_cds(self):
+        for case, objects in RENDERS.items():
+            with self.subTest(case=case):
+                role = one(objects, "ClusterRole", f"{RELEASE}-auth-cds")
+                gateway = value(case, "auth", "gateway")
+                self.assertEqual(role["rules"], [{
+                    "apiGroups": ["cds.kturn.io"], "resources": ["configs"],
+                    "resourceNames": [gateway.split("/")[1]], "verbs": ["get", "watch"]}])
+        every = helm.objects(helm.template(CHART, RELEASE, NAMESPACE, sets=["auth.gateway="]))
+        self.assertEqual(one(every, "ClusterRole", f"{RELEASE}-auth-cds")["rules"], [{
+            "apiGroups": ["cds.kturn.io"], "resources": ["configs"],
+            "verbs": ["get", "list", "watch"]}])
 
     def test_only_the_operator_has_rbac_and_a_token(self):
         # kturnd and kturn-auth call the Kubernetes API only to find the config discovery server
@@ -647,7 +728,14 @@ class RbacTest(unittest.TestCase):
             with self.subTest(case=case):
                 subjects = {s["name"] for b in find(objects, "ClusterRoleBinding") +
                             find(objects, "RoleBinding") for s in b["subjects"]}
-                self.assertEqual(subjects, {f"{RELEASE}-operator"})
+                self.assertEqual(subjects, {f"{RELEASE}-operator", f"{RELEASE}-auth"})
+                # kturn-auth's one grant is the CDS one, on a resource the API server does not
+                # serve: no Kubernetes API access at all.
+                for binding in find(objects, "ClusterRoleBinding") + find(objects, "RoleBinding"):
+                    if {s["name"] for s in binding["subjects"]} == {f"{RELEASE}-auth"}:
+                        role = one(objects, binding["roleRef"]["kind"], binding["roleRef"]["name"])
+                        self.assertEqual({g for r in role["rules"] for g in r["apiGroups"]},
+                                         {"cds.kturn.io"})
                 sa = component(objects, "ServiceAccount", f"{RELEASE}-auth")
                 self.assertIs(sa["automountServiceAccountToken"], False)
                 pod = component(objects, "Deployment", f"{RELEASE}-auth")["spec"]["template"]

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <thread>
 
-#include "k8s/bearer_token.h"
+#include "common/bearer_token.h"
 
 namespace kturn::k8s {
 namespace {

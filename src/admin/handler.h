@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace kturn::admin {
 
@@ -26,5 +27,9 @@ struct Response {
 // with respect to the daemon's other threads and quick (it blocks every other client of that
 // server while it runs). An exception escaping it becomes a 500.
 using Handler = std::function<Response(const Request&)>;
+
+// Whether `request` carries "Authorization: Bearer <token>" (compared in constant time). An empty
+// `token` requires nothing.
+bool bearerAuthorized(const Request& request, std::string_view token);
 
 }  // namespace kturn::admin

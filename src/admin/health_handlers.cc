@@ -33,8 +33,11 @@ Handler readyHandler(const HealthState& state) {
   };
 }
 
-Handler statusHandler(StatusProvider provider) {
-  return [provider = std::move(provider)](const Request&) {
+Handler statusHandler(StatusProvider provider, std::shared_ptr<BearerToken> token) {
+  return [provider = std::move(provider), token = std::move(token)](const Request& request) {
+    if (token && !bearerAuthorized(request, token->current())) {
+      return statusMessage(401, "a bearer token is required");
+    }
     try {
       // stunnerd writes json.Marshal's output without a trailing newline; so do we.
       return Response{.status = 200, .content_type = kJsonContentType, .body = provider().dump()};
@@ -44,10 +47,11 @@ Handler statusHandler(StatusProvider provider) {
   };
 }
 
-void registerHealthRoutes(AdminServer& server, const HealthState& state, StatusProvider provider) {
+void registerHealthRoutes(AdminServer& server, const HealthState& state, StatusProvider provider,
+                          std::shared_ptr<BearerToken> statusToken) {
   server.handle("/live", liveHandler());
   server.handle("/ready", readyHandler(state));
-  server.handle("/status", statusHandler(std::move(provider)));
+  server.handle("/status", statusHandler(std::move(provider), std::move(statusToken)));
 }
 
 }  // namespace kturn::admin

@@ -5,15 +5,19 @@
 //   GET /ready   200 {"status":200,"message":"READY"}\n
 //                503 {"status":503,"message":"stunnerd not ready"}\n  (NOT-READY or TERMINATING)
 //   GET /status  200 the JSON document the caller builds (stunner_status.h has its shape);
-//                500 {"status":500,"message":"<why>"}\n when building it fails
+//                500 {"status":500,"message":"<why>"}\n when building it fails;
+//                401 {"status":401,...} without "Authorization: Bearer <token>" when a token is
+//                set (kturn: kturnd --status-token-file; /live and /ready stay open for probes)
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 
 #include "admin/admin_server.h"
 #include "admin/handler.h"
 #include "admin/health_state.h"
+#include "common/bearer_token.h"
 
 namespace kturn::admin {
 
@@ -26,9 +30,11 @@ using StatusProvider = std::function<nlohmann::json()>;
 Handler liveHandler();
 // `state` is borrowed and must outlive the server.
 Handler readyHandler(const HealthState& state);
-Handler statusHandler(StatusProvider provider);
+// `token`: the bearer token /status requires, read on each request (null or empty: none).
+Handler statusHandler(StatusProvider provider, std::shared_ptr<BearerToken> token = nullptr);
 
 // Registers /live, /ready and /status on `server` (before its start()).
-void registerHealthRoutes(AdminServer& server, const HealthState& state, StatusProvider provider);
+void registerHealthRoutes(AdminServer& server, const HealthState& state, StatusProvider provider,
+                          std::shared_ptr<BearerToken> statusToken = nullptr);
 
 }  // namespace kturn::admin

@@ -63,6 +63,7 @@ Result<std::optional<HttpEndpoint>> parseHttpEndpoint(std::string_view url, uint
   }
 
   if (!host.empty()) out.host = std::string(host);
+  out.host_omitted = host.empty();
   out.port = default_port;
   if (!port.empty()) {
     unsigned value = 0;

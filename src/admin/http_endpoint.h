@@ -23,6 +23,7 @@ struct HttpEndpoint {
   std::string host = "0.0.0.0";  // literal IPv4/IPv6 address or a host name, no brackets
   uint16_t port = 0;             // 0 asks the kernel for an ephemeral port (tests)
   std::string path = "/";        // always starts with '/'
+  bool host_omitted = false;     // the URL named no host ("http://:8086"): every address
 
   // "0.0.0.0:8086" or "[::1]:8086": the form error messages and logs use.
   std::string hostPort() const;

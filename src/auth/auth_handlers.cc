@@ -22,15 +22,6 @@ admin::Response errorResponse(unsigned status, std::string message) {
   return jsonResponse(status, {{"code", status}, {"message", std::move(message)}});
 }
 
-bool authorized(const std::string& token, const admin::Request& request) {
-  if (token.empty()) return true;
-  constexpr std::string_view kBearer = "Bearer ";
-  const std::string_view header = request.authorization;
-  if (header.size() <= kBearer.size() || header.substr(0, kBearer.size()) != kBearer) return false;
-  return crypto::equalConstantTime(crypto::asBytes(header.substr(kBearer.size())),
-                                   crypto::asBytes(token));
-}
-
 // What both endpoints share: checks, query, configs, credentials. Either the ICE servers (at
 // least one) and the query, or the error response.
 struct Minted {
@@ -41,7 +32,7 @@ struct Minted {
 std::variant<Minted, admin::Response> mint(const ConfigHolder& configs,
                                            const AuthHandlerOptions& options,
                                            const admin::Request& request) {
-  if (!authorized(options.bearer_token, request)) {
+  if (!admin::bearerAuthorized(request, options.bearer_token)) {
     return errorResponse(401, "missing or invalid bearer token");
   }
   auto query = parseIceQuery(request.query);

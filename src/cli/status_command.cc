@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "admin/http_endpoint.h"
+#include "auth/token_file.h"
 #include "cli/exit_codes.h"
 #include "cli/http_get.h"
 #include "cli/table.h"
@@ -112,6 +113,8 @@ CLI::App* addStatusCommand(CLI::App& app, StatusCommand& command) {
   sub->add_option("--timeout", command.timeout_seconds, "seconds to connect and get an answer")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  sub->add_option("--token-file", command.token_file,
+                  "a file holding the bearer token /status requires (kturnd --status-token-file)");
   return sub;
 }
 
@@ -121,9 +124,19 @@ int runStatus(const StatusCommand& command, std::ostream& out, std::ostream& err
     err << kPrefix << server.error().message << "\nRun with --help for more information.\n";
     return kExitUsage;
   }
+  std::string token;
+  if (!command.token_file.empty()) {
+    auto read = auth::readTokenFile(command.token_file);
+    if (!read) {
+      err << kPrefix << "--token-file: " << read.error().message << "\n";
+      return kExitUsage;
+    }
+    token = std::move(read).value();
+  }
   auto reply = httpGet({
       .server = *server,
       .target = "/status",
+      .bearer_token = token,
       .timeout = std::chrono::milliseconds(static_cast<int64_t>(command.timeout_seconds * 1000)),
   });
   if (!reply) {

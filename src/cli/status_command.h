@@ -19,6 +19,7 @@ struct StatusCommand {
   std::string admin = kDefaultAdminUrl;  // its path is ignored: the document is at /status
   std::string output = "table";          // or "json"
   double timeout_seconds = 5;
+  std::string token_file{};  // sent as a bearer token (kturnd --status-token-file)
 };
 
 // Registers the `status` subcommand; `command` must outlive `app`.

@@ -1,6 +1,7 @@
 #include "daemon/command_line.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 
 #include "daemon/daemon.h"
 
@@ -53,6 +54,14 @@ void addOptions(CLI::App& app, CommandLine& line) {
   app.add_flag("--log-hash-user", line.session_log.hash_user,
                "session records carry a keyed hash of the username, not the name");
   app.add_flag("-d,--dry-run", line.dry_run, "stunnerd's test flag: accepted, ignored");
+  if (const char* v = std::getenv("KTURN_ADMIN_ADDRESS")) line.admin_address = v;
+  if (const char* v = std::getenv("KTURN_STATUS_TOKEN_FILE")) line.status_token_file = v;
+  app.add_option("--admin-address", line.admin_address,
+                 "admin endpoints that name no host (http://:8086) bind this address and "
+                 "loopback, not every address: the pod IP ($KTURN_ADMIN_ADDRESS)");
+  app.add_option("--status-token-file", line.status_token_file,
+                 "/status requires \"Authorization: Bearer <the token in this file>\"; /live and "
+                 "/ready stay open ($KTURN_STATUS_TOKEN_FILE)");
 
   k8s::addDiscoveryOptions(app, line.discovery, "Kubernetes (for -c k8s)");
 }

@@ -42,6 +42,8 @@ struct CommandLine {
   bool no_udp_segmentation = false;
   bool verbose = false;
   bool dry_run = false;
+  std::string admin_address{};      // --admin-address, $KTURN_ADMIN_ADDRESS
+  std::string status_token_file{};  // --status-token-file, $KTURN_STATUS_TOKEN_FILE
   SessionLogOptions session_log{};
   // -c k8s: stunnerd's CDS server discovery and Kubernetes client flags.
   k8s::DiscoveryFlags discovery{};

@@ -6,11 +6,13 @@
 #include <sys/socket.h>
 
 #include <future>
+#include <tuple>
 
 #include "admin/health_handlers.h"
 #include "admin/http_endpoint.h"
 #include "admin/metrics_handler.h"
 #include "admin/stunner_status.h"
+#include "common/bearer_token.h"
 #include "common/crypto.h"
 #include "common/log.h"
 #include "config/serializer.h"
@@ -190,19 +192,50 @@ Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
     std::lock_guard lock(mutex_);
     return buildMetrics(stats, *dataplane_);
   };
+  // An endpoint that names no host: the admin address (and loopback, below) if one is set.
+  const bool pinned = !options_.admin_address.empty();
+  for (auto* endpoint : {&*health, &*metrics}) {
+    if (*endpoint && (*endpoint)->host_omitted && pinned)
+      (*endpoint)->host = options_.admin_address;
+  }
+  auto statusToken = options_.status_token_file.empty()
+                         ? nullptr
+                         : std::make_shared<BearerToken>("", options_.status_token_file);
+  // The routes of one endpoint (health, metrics or both), on `server`.
+  auto addRoutes = [&](admin::AdminServer& server, bool withHealth, bool withMetrics) {
+    if (withHealth) {
+      admin::registerHealthRoutes(
+          server, health_, [this] { return statusDocument(); }, statusToken);
+    }
+    if (withMetrics) server.handle((*metrics)->path, admin::metricsHandler(collect));
+  };
+  const bool shared = *health && *metrics && (*metrics)->hostPort() == (*health)->hostPort();
   if (*health) {
     health_server_ = std::make_unique<admin::AdminServer>(**health);
-    admin::registerHealthRoutes(*health_server_, health_, [this] { return statusDocument(); });
+    addRoutes(*health_server_, true, shared);
   }
-  if (*metrics) {
-    if (health_server_ && (*metrics)->hostPort() == (*health)->hostPort()) {
-      health_server_->handle((*metrics)->path, admin::metricsHandler(collect));
-    } else {
-      metrics_server_ = std::make_unique<admin::AdminServer>(**metrics);
-      metrics_server_->handle((*metrics)->path, admin::metricsHandler(collect));
+  if (*metrics && !shared) {
+    metrics_server_ = std::make_unique<admin::AdminServer>(**metrics);
+    addRoutes(*metrics_server_, false, true);
+  }
+  // The loopback twins, for kubectl port-forward (which connects to the pod's 127.0.0.1).
+  if (pinned) {
+    const bool v6 = options_.admin_address.find(':') != std::string::npos;
+    const std::string loopback = v6 ? "::1" : "127.0.0.1";
+    for (auto [endpoint, withHealth, withMetrics] :
+         {std::tuple{&*health, true, shared}, std::tuple{&*metrics, false, !shared}}) {
+      if (!*endpoint || !(*endpoint)->host_omitted || !(withHealth || withMetrics)) continue;
+      if (options_.admin_address == loopback) continue;
+      admin::HttpEndpoint twin = **endpoint;
+      twin.host = loopback;
+      auto& server =
+          loopback_admin_servers_.emplace_back(std::make_unique<admin::AdminServer>(twin));
+      addRoutes(*server, withHealth, withMetrics);
     }
   }
-  for (auto* server : {health_server_.get(), metrics_server_.get()}) {
+  std::vector<admin::AdminServer*> servers = {health_server_.get(), metrics_server_.get()};
+  for (auto& twin : loopback_admin_servers_) servers.push_back(twin.get());
+  for (auto* server : servers) {
     if (server == nullptr) continue;
     if (auto started = server->start(); !started) {
       stopAdmin();
@@ -214,6 +247,8 @@ Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
 }
 
 void Daemon::stopAdmin() {
+  for (auto& twin : loopback_admin_servers_) twin->stop();
+  loopback_admin_servers_.clear();
   if (metrics_server_) metrics_server_->stop();
   if (health_server_) health_server_->stop();
   metrics_server_.reset();

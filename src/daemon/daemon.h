@@ -41,6 +41,14 @@ class Daemon {
     std::string cds_token_file{};
     std::string cds_ca_file{};
     std::string cds_ca_pem{};
+    // An admin endpoint whose URL names no host ("http://:8086", what the operator renders) binds
+    // this address and loopback instead of every address: the pod IP, so that a hostNetwork
+    // pod's admin port is not on the node's other interfaces, and loopback for kubectl
+    // port-forward. Empty: every address, as stunnerd (--admin-address, $KTURN_ADMIN_ADDRESS).
+    std::string admin_address{};
+    // /status requires "Authorization: Bearer <the token in this file>" (read again when it
+    // changes). Empty: no token (--status-token-file, $KTURN_STATUS_TOKEN_FILE).
+    std::string status_token_file{};
     size_t workers = 0;  // 0: one per core
     std::chrono::seconds dns_interval{5};
     // SIGTERM drains: /ready fails, allocations keep being served until none is left or this
@@ -115,6 +123,8 @@ class Daemon {
   admin::HealthState health_;
   std::unique_ptr<admin::AdminServer> health_server_;
   std::unique_ptr<admin::AdminServer> metrics_server_;  // null when sharing health_server_
+  // With Options::admin_address: the same routes on loopback.
+  std::vector<std::unique_ptr<admin::AdminServer>> loopback_admin_servers_;
   // The endpoints the admin servers were started with (config strings); guarded by
   // reload_mutex_.
   bool admin_started_ = false;

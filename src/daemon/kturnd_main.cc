@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
   options.cds_token_file = line.discovery.cdsTokenFile;
   options.cds_ca_file = line.discovery.cdsCaFile;
   options.cds_ca_pem = line.discovery.cdsCaPem;
+  options.admin_address = line.admin_address;
+  options.status_token_file = line.status_token_file;
   options.workers = line.workers;
   options.grace_period = std::chrono::seconds(line.grace_seconds);
   options.permission_lifetime = std::chrono::seconds(line.permission_seconds);

@@ -19,13 +19,16 @@ TEST(HttpEndpointTest, EmptyDisables) {
 }
 
 TEST(HttpEndpointTest, StunnerDefaults) {
-  EXPECT_EQ(parseOk("http://:8086"), (HttpEndpoint{.host = "0.0.0.0", .port = 8086, .path = "/"}));
+  // No host: every address, and the endpoint says it named none (kturnd --admin-address).
+  EXPECT_EQ(parseOk("http://:8086"),
+            (HttpEndpoint{.host = "0.0.0.0", .port = 8086, .path = "/", .host_omitted = true}));
   EXPECT_EQ(parseOk("http://", kDefaultMetricsPort),
-            (HttpEndpoint{.host = "0.0.0.0", .port = 8080, .path = "/"}));
+            (HttpEndpoint{.host = "0.0.0.0", .port = 8080, .path = "/", .host_omitted = true}));
   EXPECT_EQ(parseOk("http://0.0.0.0:8080/metrics"),
             (HttpEndpoint{.host = "0.0.0.0", .port = 8080, .path = "/metrics"}));
-  EXPECT_EQ(parseOk("http://:8080/metrics"),
-            (HttpEndpoint{.host = "0.0.0.0", .port = 8080, .path = "/metrics"}));
+  EXPECT_EQ(
+      parseOk("http://:8080/metrics"),
+      (HttpEndpoint{.host = "0.0.0.0", .port = 8080, .path = "/metrics", .host_omitted = true}));
 }
 
 TEST(HttpEndpointTest, HostPortPathVariants) {

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -69,9 +71,9 @@ json knownDocument() {
 class StatusCommandTest : public ::testing::Test {
  protected:
   // An admin server with kturnd's health routes; /status answers what `provider` builds.
-  void serve(admin::StatusProvider provider) {
+  void serve(admin::StatusProvider provider, std::shared_ptr<BearerToken> token = nullptr) {
     server_ = std::make_unique<admin::AdminServer>(admin::HttpEndpoint{.host = "127.0.0.1"});
-    admin::registerHealthRoutes(*server_, health_, std::move(provider));
+    admin::registerHealthRoutes(*server_, health_, std::move(provider), std::move(token));
     auto started = server_->start();
     ASSERT_TRUE(started) << started.error().message;
   }
@@ -88,6 +90,18 @@ class StatusCommandTest : public ::testing::Test {
   std::ostringstream out_;
   std::ostringstream err_;
 };
+
+TEST_F(StatusCommandTest, ATokenFileSendsTheBearerTokenStatusWants) {
+  serve([] { return knownDocument(); }, std::make_shared<BearerToken>("status-token", ""));
+  EXPECT_EQ(run({.admin = url(), .output = "json"}), kExitFailure);
+  EXPECT_NE(err_.str().find("HTTP 401"), std::string::npos) << err_.str();
+  const std::string file = ::testing::TempDir() + "kturnctl-status-token";
+  std::ofstream(file) << "status-token\n";
+  EXPECT_EQ(run({.admin = url(), .output = "json", .token_file = file}), kExitOk) << err_.str();
+  EXPECT_EQ(json::parse(out_.str()), knownDocument());
+  EXPECT_EQ(run({.admin = url(), .token_file = "/nonexistent/token"}), kExitUsage);
+  std::remove(file.c_str());
+}
 
 TEST_F(StatusCommandTest, TablePrintsEveryField) {
   serve(knownDocument);

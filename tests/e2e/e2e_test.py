@@ -17,6 +17,12 @@ Day 1:
      routes do not name (the operator's pod) is refused with 403. Headless Chromium runs the
      demo page through a second Gateway's node port: two peer connections, relay only, echo
      every message over a data channel through the kturnd pod.
+  3b. Config discovery under attack (the chart turns authentication and TLS on): the kturnd pod
+     got its config with the token the kubelet projected; from the node, against the operator
+     pod's CDS port, no token is 401, a token bound to a pod of another namespace is 403, the
+     kturnd pod's own token (read off the node, as a thief would) gets its Gateway's config
+     and is 403 for the other Gateway's, and kturn-auth's for a Gateway it does not serve.
+     Step 6 replays the stolen token after its pod is deleted: refused.
 
 Day 2, each step with a call in progress (a uclient call of two allocations to the media pod,
 started before the step and ended after it: its packets sent, echoed and lost are printed, and
@@ -45,13 +51,16 @@ from __future__ import annotations
 import argparse
 import base64
 import functools
+import glob
 import hashlib
 import hmac
 import json
 import os
+import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Callable, Dict, List, Optional
@@ -346,6 +355,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
 
     browser_call(c, args, workdir, cred)
     timings["browser call"] = time.monotonic() - t0
+    print("--- 3b. config discovery under attack")
+    cds_attacks(c)
+    timings["cds attacks"] = time.monotonic() - t0
 
     steps = [("rotate the auth Secret", rotate_secret), ("scale the media server", scale_media),
              ("roll kturnd to a new tag", roll_kturnd), ("delete the operator pod", kill_operator),
@@ -357,6 +369,97 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         timings[name] = time.monotonic() - start
     print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     args.passed = True
+
+
+class Cds:
+    """The operator pod's config discovery port, over TLS with the CA the operator keeps."""
+
+    def __init__(self, c: Cluster):
+        secret = c.get("secret", "kturn-cds-ca", SYSTEM_NS)
+        h.check(sorted(secret.get("data", {})) == ["ca.crt", "ca.key"],
+                f"the operator's CA Secret kturn-cds-ca: {sorted(secret.get('data', {}))}")
+        self.context = ssl.create_default_context(
+            cadata=base64.b64decode(secret["data"]["ca.crt"]).decode())
+        # The certificate names the Service (kturn-config-discovery.kturn-system.svc); this is
+        # the pod itself, by its IP.
+        self.context.check_hostname = False
+        self.base = f"https://{pod_ips(c, SYSTEM_NS, 'app.kubernetes.io/component=operator')[0]}:13478"
+
+    def get(self, path: str, token: str = "") -> int:
+        req = urllib.request.Request(self.base + path,
+                                     headers={"Authorization": f"Bearer {token}"} if token else {})
+        try:
+            with urllib.request.urlopen(req, timeout=5, context=self.context) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+        except (urllib.error.URLError, OSError):
+            return 0
+
+
+def projected_token(c: Cluster, pod: dict) -> str:
+    """The CDS token the kubelet wrote for `pod`, read from the node's disk."""
+    found = glob.glob(os.path.join(c.dir, "**", "pods", pod["metadata"]["uid"], "volumes",
+                                   "kubernetes.io~projected", "*", "token"), recursive=True)
+    h.check(len(found) == 1, f"the projected token of {pod['metadata']['name']}: {found}")
+    with open(found[0]) as f:
+        return f.read().strip()
+
+
+def cds_attacks(c: Cluster) -> str:
+    """Step 3b; returns the stolen kturnd token for step 6."""
+    cds = Cds(c)
+    own = f"/api/v1/configs/{GW_NS}/{GW_NAME}"
+    other = f"/api/v1/configs/{GW_NS}/{BROWSER_GW}"
+    kturnd = kturnd_pods(c)[0]
+    env = {e["name"]: e.get("value", "") for e in kturnd["spec"]["containers"][0]["env"]}
+    h.check(env.get("STUNNER_CONFIG_ORIGIN", "").startswith("https://") and
+            env.get("KTURN_CDS_TOKEN_FILE"), f"the kturnd pod's CDS settings: {env}")
+    # The kturnd pod's and kturn-auth's watches came in with their tokens (nothing else has
+    # asked yet).
+    allowed = operator_metric(c, 'kturn_operator_cds_requests_total{outcome="allowed"}')
+    h.check(allowed >= 2, f"CDS requests allowed before the attacks: {allowed}, want the kturnd "
+            "pod's and kturn-auth's")
+    stolen = projected_token(c, kturnd)
+    # A pod of another namespace, bound token of kturn's audience.
+    c.kubectl("create", "namespace", "intruder")
+    c.kubectl("run", "intruder", "-n", "intruder", "--image", "kturn-e2e/media-echo:0.1.0",
+              "--image-pull-policy", "Never", "--restart", "Never")
+    intruder = wait_for("a token bound to the intruder pod", lambda: c.kubectl(
+        "create", "token", "default", "-n", "intruder", "--audience", "kturn-cds",
+        "--bound-object-kind", "Pod", "--bound-object-name", "intruder", check=False).strip(), 60)
+    auth_pod = c.get("pods", ns=SYSTEM_NS, selector="app.kubernetes.io/component=auth")["items"][0]
+    auth_token = projected_token(c, auth_pod)
+    cases = [("no token", own, "", 401),
+             ("a pod of namespace intruder", own, intruder, 403),
+             ("the kturnd pod's token, its own Gateway", own, stolen, 200),
+             ("the kturnd pod's token, another Gateway", other, stolen, 403),
+             ("the kturnd pod's token, every config", "/api/v1/configs", stolen, 403),
+             ("kturn-auth's token, its Gateway", own, auth_token, 200),
+             ("kturn-auth's token, a Gateway it does not serve", other, auth_token, 403)]
+    for what, path, token, want in cases:
+        got = cds.get(path, token)
+        print(f"CDS {path} with {what}: {got}")
+        h.check(got == want, f"CDS with {what}: HTTP {got}, want {want}")
+    refused = {o: operator_metric(c, f'kturn_operator_cds_requests_total{{outcome="{o}"}}')
+               for o in ("unauthenticated", "forbidden")}
+    print(f"kturn_operator_cds_requests_total: {refused}")
+    h.check(refused["unauthenticated"] >= 1 and refused["forbidden"] >= 4, f"counted: {refused}")
+    c.kubectl("delete", "namespace", "intruder", "--wait=false")
+    STOLEN.append(stolen)
+    return stolen
+
+
+def operator_metric(c: Cluster, series: str) -> float:
+    ip = pod_ips(c, SYSTEM_NS, "app.kubernetes.io/component=operator")[0]
+    with urllib.request.urlopen(f"http://{ip}:8080/metrics", timeout=3) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(series + " "):
+                return float(line.split()[1])
+    return -1
+
+
+STOLEN: List[str] = []  # the kturnd pod's token, taken in step 3b
 
 
 def print_warnings(c: Cluster) -> None:
@@ -546,6 +649,13 @@ def roll_kturnd(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
     c.kubectl("delete", "pod", "-n", GW_NS, old_name, "--grace-period=0", "--force")
     wait_for("the old pod gone",
              lambda: all(p["metadata"]["name"] != old_name for p in kturnd_pods(c)), 60)
+    if STOLEN and STOLEN[0]:
+        # The token stolen from that pod in step 3b, replayed now that the pod is gone.
+        cds, gone = Cds(c), time.monotonic()
+        wait_for("the stolen token refused", lambda: cds.get(
+            f"/api/v1/configs/{GW_NS}/{GW_NAME}", STOLEN[0]) == 401, 60)
+        print(f"the token stolen from {old_name}, replayed after the pod was deleted: 401 "
+              f"{time.monotonic() - gone:.1f} s later")
 
 
 def kill_operator(c: Cluster, workdir: str, turn: tuple, media: str) -> None:

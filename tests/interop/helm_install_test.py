@@ -15,13 +15,18 @@
      its namespace), less what only makes sense in a pod (the CDS listen address). The seed 000
      manifests are applied with kubectl: the leader renders, applies the Gateway's Deployment and
      Service and writes every status. The API server's audit log must show no 403 for the
-     operator's account, and every write the operator needs answered 2xx.
+     operator's account, and every write the operator needs answered 2xx. The replicas make
+     the CDS CA Secret (the chart's default operator.cds.tls). Then the operator's token, as a
+     thief would use it, against what the chart does not grant: getting Secrets by name outside
+     its CA, writing Secrets, ConfigMaps, pods/exec, binding itself more: each 403 (or "no")
+     from the API server.
   3. The leader is SIGKILLed: the other replica takes the Lease over within the lease duration
      (15 s) plus one retry period, and applies the Gateway's objects again.
   4. `helm uninstall` removes the release.
 
 kturn-auth needs no Kubernetes access (its config comes over CDS): the chart gives its
-ServiceAccount no token and no RBAC, which tests/deploy/chart_test.py checks.
+ServiceAccount no API token and no Kubernetes RBAC, only its configs.cds.kturn.io grant, which
+tests/deploy/chart_test.py checks.
 
   /usr/bin/python3 helm_install_test.py --server kturnd --kturnd build/kturnd \\
       --operator build/kturn-operator        (KTURN_CONTROL_PLANE: the control plane's folder)
@@ -85,7 +90,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                               ("service", f"{release}-config-discovery", "kturn-system"),
                               ("role", f"{release}-operator-leader-election", "kturn-system"),
                               ("clusterrole", f"{release}-operator", ""),
-                              ("clusterrolebinding", f"{release}-operator", "")):
+                              ("clusterrolebinding", f"{release}-operator", ""),
+                              ("role", f"{release}-operator-cds-ca", "kturn-system"),
+                              ("clusterrole", f"{release}-auth-cds", "")):
         h.check(scope.get(kind, name, where) is not None, f"{kind} {name} not installed")
     print("the release's ServiceAccounts, Deployments, Services and RBAC are there")
 
@@ -144,6 +151,35 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     failed = [e for e in writes if not 200 <= e["responseStatus"]["code"] < 300]
     h.check(writes and not failed, f"{len(writes)} writes, failed: {failed[:5]}")
     print(f"RBAC by use: {len(scope.audit_events(user))} requests, {len(writes)} writes, no 403")
+
+    # The operator's token, stolen, against what the chart does not grant: the API server says
+    # 403. What it does grant: list and watch Secrets everywhere (auth and TLS Secrets may be in
+    # any namespace) and get its own CDS CA Secret, which the replicas made.
+    media = scope.ns("media")
+    h.check(scope.get("secret", "kturn-cds-ca", "kturn-system") is not None,
+            "the operator did not make its CDS CA Secret")
+    for what, argv in [
+            ("get a Secret by name in another namespace", ["get", "secret", "x", "-n", media]),
+            ("get another Secret of its own namespace", ["get", "secret", "x", "-n", ns]),
+            ("create a Secret in another namespace",
+             ["create", "secret", "generic", "stolen", "-n", media, "--from-literal=a=b"]),
+            ("delete its CDS CA", ["delete", "secret", "kturn-cds-ca", "-n", ns]),
+            ("update a Secret", ["label", "secret", "kturn-cds-ca", "-n", ns, "x=y"]),
+            ("read ConfigMaps", ["get", "configmaps", "-n", media]),
+            ("exec into pods", ["auth", "can-i", "create", "pods/exec", "-n", media]),
+            ("bind itself more", ["create", "clusterrolebinding", scope.name("escalate"),
+                                  "--clusterrole", "cluster-admin",
+                                  f"--serviceaccount={ns}:{release}-operator"])]:
+        out = scope.kubectl(*argv, kubeconfig=kubeconfig, check=False, stderr=True)
+        refused = "forbidden" in out.lower() or out.strip() == "no"
+        h.check(refused, f"the operator's token could {what}: {out.strip()[:300]}")
+        print(f"  the operator's token may not {what}: "
+              f"{'no' if out.strip() == 'no' else 'Forbidden'}")
+    for what, argv in [("list Secrets everywhere", ["auth", "can-i", "list", "secrets", "-A"]),
+                       ("get its CDS CA", ["get", "secret", "kturn-cds-ca", "-n", ns])]:
+        out = scope.kubectl(*argv, kubeconfig=kubeconfig, check=False, stderr=True)
+        h.check("forbidden" not in out.lower() and out.strip() != "no",
+                f"the operator's token may not {what}: {out.strip()[:300]}")
 
     # 3. The leader dies; the other replica takes over within the lease duration.
     applies = scope.audit_count(user, "patch", "deployments")

@@ -397,10 +397,10 @@ class Cds:
             return 0
 
 
-def projected_token(c: Cluster, pod: dict) -> str:
-    """The CDS token the kubelet wrote for `pod`, read from the node's disk."""
+def projected_token(c: Cluster, pod: dict, volume: str) -> str:
+    """The token the kubelet wrote into `pod`'s projected `volume`, read from the node's disk."""
     found = glob.glob(os.path.join(c.dir, "**", "pods", pod["metadata"]["uid"], "volumes",
-                                   "kubernetes.io~projected", "*", "token"), recursive=True)
+                                   "kubernetes.io~projected", volume, "token"), recursive=True)
     h.check(len(found) == 1, f"the projected token of {pod['metadata']['name']}: {found}")
     with open(found[0]) as f:
         return f.read().strip()
@@ -420,7 +420,7 @@ def cds_attacks(c: Cluster) -> str:
     allowed = operator_metric(c, 'kturn_operator_cds_requests_total{outcome="allowed"}')
     h.check(allowed >= 2, f"CDS requests allowed before the attacks: {allowed}, want the kturnd "
             "pod's and kturn-auth's")
-    stolen = projected_token(c, kturnd)
+    stolen = projected_token(c, kturnd, "kturn-cds-token")
     # A pod of another namespace, bound token of kturn's audience.
     c.kubectl("create", "namespace", "intruder")
     c.kubectl("run", "intruder", "-n", "intruder", "--image", "kturn-e2e/media-echo:0.1.0",
@@ -429,7 +429,7 @@ def cds_attacks(c: Cluster) -> str:
         "create", "token", "default", "-n", "intruder", "--audience", "kturn-cds",
         "--bound-object-kind", "Pod", "--bound-object-name", "intruder", check=False).strip(), 60)
     auth_pod = c.get("pods", ns=SYSTEM_NS, selector="app.kubernetes.io/component=auth")["items"][0]
-    auth_token = projected_token(c, auth_pod)
+    auth_token = projected_token(c, auth_pod, "cds-token")
     cases = [("no token", own, "", 401),
              ("a pod of namespace intruder", own, intruder, 403),
              ("the kturnd pod's token, its own Gateway", own, stolen, 200),

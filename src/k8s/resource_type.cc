@@ -58,6 +58,9 @@ ResourceType daemonSet() { return {"apps", "v1", "DaemonSet", "daemonsets", true
 ResourceType lease() { return {"coordination.k8s.io", "v1", "Lease", "leases", true}; }
 ResourceType pod() { return {"", "v1", "Pod", "pods", true}; }
 ResourceType replicaSet() { return {"apps", "v1", "ReplicaSet", "replicasets", true}; }
+ResourceType networkPolicy() {
+  return {"networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", true};
+}
 ResourceType tokenReview() {
   return {"authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false};
 }
@@ -67,13 +70,13 @@ ResourceType subjectAccessReview() {
 }  // namespace resources
 
 const ResourceType* findResourceType(std::string_view apiVersion, std::string_view kind) {
-  static const std::array<ResourceType, 17> all = {
+  static const std::array<ResourceType, 18> all = {
       resources::gatewayClass(),   resources::gateway(),         resources::gatewayUdpRoute(),
       resources::referenceGrant(), resources::stunnerUdpRoute(), resources::stunnerTcpRoute(),
       resources::gatewayConfig(),  resources::dataplane(),       resources::staticService(),
       resources::secret(),         resources::service(),         resources::endpointSlice(),
       resources::node(),           resources::namespace_(),      resources::deployment(),
-      resources::daemonSet(),      resources::lease(),
+      resources::daemonSet(),      resources::lease(),           resources::networkPolicy(),
   };
   const size_t slash = apiVersion.find('/');
   const std::string_view group = slash == std::string_view::npos ? "" : apiVersion.substr(0, slash);

@@ -45,6 +45,7 @@ ResourceType daemonSet();
 ResourceType lease();
 ResourceType pod();
 ResourceType replicaSet();
+ResourceType networkPolicy();
 // The review APIs kturn-operator asks about CDS clients (operator/cds_authorizer.h).
 ResourceType tokenReview();
 ResourceType subjectAccessReview();

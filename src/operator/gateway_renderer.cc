@@ -9,6 +9,7 @@
 #include "operator/deployment_renderer.h"
 #include "operator/listener_protocol.h"
 #include "operator/listener_renderer.h"
+#include "operator/network_policy_renderer.h"
 #include "operator/public_address.h"
 #include "operator/route_attachment.h"
 #include "operator/service_renderer.h"
@@ -242,6 +243,7 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
   auto disabled = gw.meta.annotations.find(std::string(kDisableManagedDataplaneAnnotation));
   if (disabled == gw.meta.annotations.end() || disabled->second != "true") {
     out.output.deployment = renderDeployment(gw, ctx.dataplane, options);
+    out.output.networkPolicy = renderNetworkPolicy(gw, ctx.dataplane, options);
   }
   Json addresses = Json::array();
   if (lastAddress)

@@ -170,6 +170,12 @@ int main(int argc, char** argv) {
                  "with TLS: serve the configs of Gateways annotated "
                  "kturn.io/config-discovery-auth: none over plain HTTP too (stunnerd)")
       ->capture_default_str();
+  app.add_flag("--dataplane-network-policy", options.render.dataplaneNetworkPolicy,
+               "give each Gateway's pods a NetworkPolicy: TURN and relay ports open, the health "
+               "and metrics ports only to --dataplane-monitoring-namespace");
+  app.add_option("--dataplane-monitoring-namespace", options.render.metricsNamespace,
+                 "the namespace whose pods may reach the dataplane pods' :8086 and :8080")
+      ->capture_default_str();
   app.add_flag("--leader-elect", leaderElect,
                "elect one leader (coordination.k8s.io Lease) to apply objects and write statuses; "
                "every replica serves CDS");

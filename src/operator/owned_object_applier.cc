@@ -49,7 +49,7 @@ OwnedObjectApplier::Outcome OwnedObjectApplier::apply(const std::vector<GatewayO
   Outcome outcome;
   std::set<Key> wanted;
   for (const GatewayOutput& gw : gateways) {
-    for (const std::optional<k8s::Object>* o : {&gw.deployment, &gw.service}) {
+    for (const std::optional<k8s::Object>* o : {&gw.deployment, &gw.service, &gw.networkPolicy}) {
       if (!o->has_value()) continue;
       const k8s::Object& object = **o;
       const Key key{std::string(object.apiVersion()), std::string(object.kind()),

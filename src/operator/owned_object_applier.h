@@ -1,9 +1,9 @@
 // Server-side apply of the objects the operator owns (each Gateway's Deployment or DaemonSet,
-// and Service), only when the rendered object differs from what this applier last applied: a
-// re-render that changes nothing sends nothing. Objects no longer rendered (a Gateway deleted or
-// not accepted, a Service no listener needs) are deleted. What was applied is remembered in
-// memory only; a new leader applies everything once (a server-side apply of an unchanged
-// object is a no-op on the server).
+// Service and, when rendered, NetworkPolicy), only when the rendered object differs from what this
+// applier last applied: a re-render that changes nothing sends nothing. Objects no longer rendered
+// (a Gateway deleted or not accepted, a Service no listener needs) are deleted. What was applied is
+// remembered in memory only; a new leader applies everything once (a server-side apply of an
+// unchanged object is a no-op on the server).
 #pragma once
 
 #include <map>

@@ -29,6 +29,10 @@ struct RenderOptions {
     std::string audience = "kturn-cds";
     std::string caPem{};  // the CDS server's CA (PEM); empty: plain HTTP
   } cdsAuth{};
+  // kturn: each Gateway's pods get a NetworkPolicy (network_policy_renderer.h): TURN and relay
+  // ports open to all, the admin and metrics ports (8086, 8080) only to this namespace.
+  bool dataplaneNetworkPolicy = false;
+  std::string metricsNamespace = "monitoring";
   // Off by default, as in STUNner, which never checks them. On (--reference-grants=enforce), a
   // backend in another namespace than its route, or a Gateway's certificate Secret in another
   // namespace than the Gateway, needs a ReferenceGrant there (Gateway API); without one the

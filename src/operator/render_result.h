@@ -19,6 +19,8 @@ struct GatewayOutput {
   std::optional<config::StunnerConfig> config{};
   std::optional<k8s::Object> deployment;  // a Deployment, or a DaemonSet if the Dataplane says so
   std::optional<k8s::Object> service;     // nullopt: no listener can be exposed
+  // RenderOptions::dataplaneNetworkPolicy: who may reach the pods (network_policy_renderer.h).
+  std::optional<k8s::Object> networkPolicy{};
   // How long an ephemeral credential minted for this Gateway may stay valid (the GatewayConfig's
   // authLifetime, default one day, as STUNner's auth service mints): when the shared secret
   // changes, the replaced one keeps validating this long (ConfigPublisher).

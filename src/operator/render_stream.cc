@@ -29,6 +29,7 @@ std::string toYamlStream(const RenderResult& result) {
       document(out, who + ": " + std::string(g.deployment->kind()), g.deployment->body());
     }
     if (g.service) document(out, who + ": Service", g.service->body());
+    if (g.networkPolicy) document(out, who + ": NetworkPolicy", g.networkPolicy->body());
   }
   for (const StatusUpdate& s : result.statuses) {
     k8s::Json meta = {{"name", s.key.name}};

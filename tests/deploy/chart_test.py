@@ -233,7 +233,7 @@ def owned_types():
     for path in glob.glob(os.path.join(REPO, "src", "operator", "*.cc")):
         text = read(os.path.relpath(path, REPO))
         for api_version, kind_expr in re.findall(
-                r'k8s::Object\(\s*(?:k8s::)?Json\{\{"apiVersion",\s*"([^"]+)"\},'
+                r'k8s::Object\(\s*(?:k8s::)?Json\{\s*\{"apiVersion",\s*"([^"]+)"\},'
                 r'\s*\{"kind",\s*([^}]+)\}', text):
             group = api_version.rpartition("/")[0]
             for kind in re.findall(r'"(\w+)"', kind_expr):

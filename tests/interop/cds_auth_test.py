@@ -7,7 +7,8 @@ test mints the token the kubelet would project into it (TokenRequest, bound to t
 kturn-cds). Media pods live in a network namespace of the test's own (root; exits 77 without it).
 
   1. The operator makes its CA Secret and renders the Deployment with the projected token volume,
-     KTURN_CDS_TOKEN_FILE, KTURN_CDS_CA and an https:// STUNNER_CONFIG_ORIGIN.
+     KTURN_CDS_TOKEN_FILE, KTURN_CDS_CA and an https:// STUNNER_CONFIG_ORIGIN, and the Gateway's
+     NetworkPolicy (--dataplane-network-policy), which the API server accepts.
   2. kturnd, given exactly what the Deployment gives its pod (the pod's token, the rendered CA and
      origin), gets its config over TLS and relays turnutils_uclient to the media pod.
   3. Attacks, each refused and counted: no token; a token bound to a pod of another namespace;
@@ -77,6 +78,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         scope.controller_name, "--cds-addr", f"{h.LOOPBACK}:{cds_port}",
         "--cds-server-address", f"{h.LOOPBACK}:{cds_port}", "--cds-auth",
         "--cds-tls-secret", "kturn-cds-ca", "--cds-tls-secret-namespace", system_ns,
+        "--dataplane-network-policy", "--dataplane-monitoring-namespace", "monitoring",
         "--metrics-bind-address", f"{h.LOOPBACK}:{metrics_port}",
         "--health-probe-bind-address", "0", "-l", "all:INFO"], workdir)
     h.register_log(operator.log_path)
@@ -109,6 +111,19 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     h.check(ca.startswith("-----BEGIN CERTIFICATE-----"), "KTURN_CDS_CA is not a certificate")
     print(f"Deployment: token volume for audience {AUDIENCE} at {mount}, origin {https}, "
           "the CA in KTURN_CDS_CA")
+    # The Gateway's NetworkPolicy, applied by the operator and accepted by the API server.
+    policy = op.wait_for("the Gateway's NetworkPolicy", lambda: scope.get(
+        "networkpolicy", op.GW_NAME, "media"), procs=procs)
+    selected = policy["spec"]["podSelector"]["matchLabels"]
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    h.check(all(pod_labels.get(k) == v for k, v in selected.items()),
+            f"the policy selects {selected}, the pods carry {pod_labels}")
+    admin = policy["spec"]["ingress"][1]
+    h.check({p["port"] for p in admin["ports"]} == {8080, 8086} and admin["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        f"the admin rule: {admin}")
+    print("NetworkPolicy: the Gateway's pods, TURN and relay ports open, 8080 and 8086 only "
+          "from namespace monitoring")
 
     # 2. kturnd as the Gateway's pod: its token, the rendered CA and origin.
     pod = op.wait_for("the Deployment's pod", lambda: json.loads(scope.kubectl(

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "config/parser.h"
 #include "config/serializer.h"
 #include "k8s/manifest.h"
@@ -236,6 +238,91 @@ TEST(Renderer, DisableManagedDataplaneAnnotationDropsTheDeploymentOnly) {
   EXPECT_TRUE(r.gateways[0].config);
   EXPECT_TRUE(r.gateways[0].service);
   EXPECT_FALSE(r.gateways[0].deployment);
+}
+
+TEST(Renderer, DataplaneNetworkPolicyOpensTurnAndRelaysAndKeepsAdminForMonitoring) {
+  EXPECT_FALSE(renderYaml(std::string(kPlatform) + kGateway).gateways[0].networkPolicy)
+      << "off by default";
+  RenderOptions options;
+  options.dataplaneNetworkPolicy = true;
+  options.metricsNamespace = "prom";
+  const RenderResult r = renderYaml(std::string(kPlatform) + kGateway, options);
+  ASSERT_EQ(r.gateways.size(), 1u);
+  ASSERT_TRUE(r.gateways[0].networkPolicy);
+  const k8s::Json policy = r.gateways[0].networkPolicy->body();
+  EXPECT_EQ(policy["metadata"]["name"], "gw");
+  EXPECT_EQ(policy["metadata"]["namespace"], "media");
+  EXPECT_EQ(policy["metadata"]["ownerReferences"][0]["kind"], "Gateway");
+  // It selects exactly the pods of the Gateway's Deployment.
+  const k8s::Json& pods =
+      r.gateways[0].deployment->body()["spec"]["template"]["metadata"]["labels"];
+  for (const auto& [key, value] : policy["spec"]["podSelector"]["matchLabels"].items()) {
+    EXPECT_EQ(pods.value(key, ""), value) << key;
+  }
+  EXPECT_EQ(policy["spec"]["policyTypes"], k8s::Json::array({"Ingress"}));
+  const k8s::Json& ingress = policy["spec"]["ingress"];
+  ASSERT_EQ(ingress.size(), 2u);
+  // Rule 1, from anywhere: all UDP, all TCP but 8080 and 8086.
+  EXPECT_FALSE(ingress[0].contains("from"));
+  auto opens = [&](const char* protocol, int64_t port) {
+    for (const k8s::Json& p : ingress[0]["ports"]) {
+      if (p["protocol"] == protocol && p["port"].get<int64_t>() <= port &&
+          port <= p.value("endPort", p["port"].get<int64_t>())) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (int64_t port : {1, 3478, 5349, 8079, 8081, 8085, 8087, 49152, 65535}) {
+    EXPECT_TRUE(opens("UDP", port) && opens("TCP", port)) << port;
+  }
+  EXPECT_FALSE(opens("TCP", 8080));
+  EXPECT_FALSE(opens("TCP", 8086));
+  // Rule 2: the admin ports, from the monitoring namespace only.
+  EXPECT_EQ(ingress[1]["ports"], k8s::Json::parse(R"([{"protocol":"TCP","port":8086},
+                                                       {"protocol":"TCP","port":8080}])"));
+  EXPECT_EQ(
+      ingress[1]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"],
+      "prom");
+}
+
+TEST(Renderer, CdsAuthGivesThePodsATokenAndHttpsUnlessTheGatewayOptsOut) {
+  RenderOptions options;
+  options.configDiscoveryAddress = "kturn-config-discovery.kturn-system.svc:13478";
+  options.cdsAuth = {.enabled = true, .audience = "kturn-cds", .caPem = "-----BEGIN CA-----\n"};
+  auto podOf = [](const RenderResult& r) {
+    return r.gateways.at(0).deployment->body()["spec"]["template"]["spec"];
+  };
+  auto envOf = [](const k8s::Json& pod) {
+    std::map<std::string, std::string> env;
+    for (const k8s::Json& e : pod["containers"][0]["env"]) env[e["name"]] = e.value("value", "");
+    return env;
+  };
+  const k8s::Json pod = podOf(renderYaml(std::string(kPlatform) + kGateway, options));
+  auto env = envOf(pod);
+  EXPECT_EQ(env["STUNNER_CONFIG_ORIGIN"], "https://kturn-config-discovery.kturn-system.svc:13478");
+  EXPECT_EQ(env["KTURN_CDS_TOKEN_FILE"], "/var/run/secrets/kturn.io/cds/token");
+  EXPECT_EQ(env["KTURN_CDS_CA"], "-----BEGIN CA-----\n");
+  EXPECT_EQ(
+      pod["volumes"][0]["projected"]["sources"][0]["serviceAccountToken"],
+      k8s::Json::parse(R"({"audience":"kturn-cds","expirationSeconds":3600,"path":"token"})"));
+  EXPECT_EQ(pod["containers"][0]["volumeMounts"][0]["mountPath"], "/var/run/secrets/kturn.io/cds");
+
+  std::string open = kGateway;
+  open.replace(open.find("namespace: media}"), 17,
+               "namespace: media, annotations: {kturn.io/config-discovery-auth: none}}");
+  const RenderResult opened = renderYaml(kPlatform + open, options);
+  EXPECT_TRUE(opened.gateways[0].cds_open);
+  const k8s::Json plain = podOf(opened);
+  env = envOf(plain);
+  EXPECT_EQ(env["STUNNER_CONFIG_ORIGIN"], "http://kturn-config-discovery.kturn-system.svc:13478");
+  EXPECT_FALSE(env.contains("KTURN_CDS_TOKEN_FILE"));
+  EXPECT_FALSE(env.contains("KTURN_CDS_CA"));
+  EXPECT_FALSE(plain.contains("volumes"));
+  // Without --cds-auth the render is STUNner's, annotation or not.
+  const k8s::Json stunner = podOf(renderYaml(std::string(kPlatform) + kGateway));
+  EXPECT_FALSE(stunner.contains("volumes"));
+  EXPECT_EQ(envOf(stunner)["STUNNER_CONFIG_ORIGIN"], "http://:13478");
 }
 
 TEST(Renderer, GatewayLabelsReachTheDeploymentExceptTheFilteredKeys) {

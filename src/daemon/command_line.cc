@@ -61,7 +61,8 @@ void addOptions(CLI::App& app, CommandLine& line) {
                  "loopback, not every address: the pod IP ($KTURN_ADMIN_ADDRESS)");
   app.add_option("--status-token-file", line.status_token_file,
                  "/status requires \"Authorization: Bearer <the token in this file>\"; /live and "
-                 "/ready stay open ($KTURN_STATUS_TOKEN_FILE)");
+                 "/ready stay open ($KTURN_STATUS_TOKEN_FILE; $KTURN_STATUS_TOKEN holds the "
+                 "token itself)");
 
   k8s::addDiscoveryOptions(app, line.discovery, "Kubernetes (for -c k8s)");
 }

@@ -198,9 +198,10 @@ Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
     if (*endpoint && (*endpoint)->host_omitted && pinned)
       (*endpoint)->host = options_.admin_address;
   }
-  auto statusToken = options_.status_token_file.empty()
-                         ? nullptr
-                         : std::make_shared<BearerToken>("", options_.status_token_file);
+  auto statusToken =
+      options_.status_token_file.empty() && options_.status_token.empty()
+          ? nullptr
+          : std::make_shared<BearerToken>(options_.status_token, options_.status_token_file);
   // The routes of one endpoint (health, metrics or both), on `server`.
   auto addRoutes = [&](admin::AdminServer& server, bool withHealth, bool withMetrics) {
     if (withHealth) {

@@ -49,6 +49,9 @@ class Daemon {
     // /status requires "Authorization: Bearer <the token in this file>" (read again when it
     // changes). Empty: no token (--status-token-file, $KTURN_STATUS_TOKEN_FILE).
     std::string status_token_file{};
+    // The token itself, when there is no file: $KTURN_STATUS_TOKEN, which a Dataplane's env can
+    // take from a Secret (valueFrom.secretKeyRef). The file wins when both are set.
+    std::string status_token{};
     size_t workers = 0;  // 0: one per core
     std::chrono::seconds dns_interval{5};
     // SIGTERM drains: /ready fails, allocations keep being served until none is left or this

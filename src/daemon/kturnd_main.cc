@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   options.cds_ca_pem = line.discovery.cdsCaPem;
   options.admin_address = line.admin_address;
   options.status_token_file = line.status_token_file;
+  options.status_token = env("KTURN_STATUS_TOKEN");
   options.workers = line.workers;
   options.grace_period = std::chrono::seconds(line.grace_seconds);
   options.permission_lifetime = std::chrono::seconds(line.permission_seconds);

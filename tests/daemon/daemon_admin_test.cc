@@ -142,6 +142,12 @@ TEST_F(DaemonAdminTest, StatusWantsTheBearerTokenProbesDoNot) {
   EXPECT_EQ(get("127.0.0.1", metrics_, "/metrics"), 200);
 }
 
+TEST_F(DaemonAdminTest, TheStatusTokenMayComeFromTheEnvironmentInstead) {
+  start({.status_token = "from-a-secret"});  // kturnd_main: $KTURN_STATUS_TOKEN
+  EXPECT_EQ(get("127.0.0.1", health_, "/status"), 401);
+  EXPECT_EQ(get("127.0.0.1", health_, "/status", "Bearer from-a-secret"), 200);
+}
+
 TEST_F(DaemonAdminTest, StatusCarriesNoCredentialsOrKeys) {
   auto pem = config::generateSelfSignedCert();
   ASSERT_TRUE(pem);

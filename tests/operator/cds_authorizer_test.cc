@@ -86,17 +86,22 @@ class CdsAuthorizerTest : public ::testing::Test {
     ASSERT_TRUE(scope_.ready());
     media_ = scope_.ns("media");
     // A Gateway and the Deployment the operator would render for it, owned by it.
+    pod_ = startDataplane(media_, "gw", createGateway(media_, "gw"));
+    ASSERT_FALSE(pod_.empty());
+  }
+
+  // A Gateway ns/name (its class need not exist); its UID, "" if the API server refused it.
+  std::string createGateway(const std::string& ns, const std::string& name) {
     auto gateway = scope_.admin().create(
         k8s::resources::gateway(),
         {{"apiVersion", "gateway.networking.k8s.io/v1"},
          {"kind", "Gateway"},
-         {"metadata", {{"name", "gw"}, {"namespace", media_}}},
+         {"metadata", {{"name", name}, {"namespace", ns}}},
          {"spec",
           {{"gatewayClassName", scope_.name("class")},
            {"listeners", Json::array({{{"name", "udp"}, {"port", 3478}, {"protocol", "UDP"}}})}}}});
-    ASSERT_TRUE(gateway && gateway->ok()) << (gateway ? gateway->describe() : "");
-    pod_ = startDataplane(media_, "gw", gateway->body["metadata"]["uid"].get<std::string>());
-    ASSERT_FALSE(pod_.empty());
+    EXPECT_TRUE(gateway && gateway->ok()) << (gateway ? gateway->describe() : "");
+    return gateway && gateway->ok() ? gateway->body["metadata"]["uid"].get<std::string>() : "";
   }
 
   // A Deployment named `name` in `ns` (owned by the Gateway with `gatewayUid` unless empty); the
@@ -205,17 +210,7 @@ TEST_F(CdsAuthorizerTest, ADataplanePodReadsItsOwnGatewaysConfigAndNothingElse) 
 TEST_F(CdsAuthorizerTest, APodOfAnotherNamespaceIsRefused) {
   // Same names, another namespace: a Deployment called gw, owned by a Gateway called gw there.
   const std::string other = scope_.ns("intruder");
-  auto gateway = scope_.admin().create(
-      k8s::resources::gateway(),
-      {{"apiVersion", "gateway.networking.k8s.io/v1"},
-       {"kind", "Gateway"},
-       {"metadata", {{"name", "gw"}, {"namespace", other}}},
-       {"spec",
-        {{"gatewayClassName", scope_.name("class")},
-         {"listeners", Json::array({{{"name", "udp"}, {"port", 3478}, {"protocol", "UDP"}}})}}}});
-  ASSERT_TRUE(gateway && gateway->ok());
-  const Json intruder =
-      startDataplane(other, "gw", gateway->body["metadata"]["uid"].get<std::string>());
+  const Json intruder = startDataplane(other, "gw", createGateway(other, "gw"));
   const std::string intruderToken = token(other, "default", "kturn-cds", intruder);
   const cds::Decision refused = decide(intruderToken, Verb::kWatch, media_, "gw");
   EXPECT_TRUE(refused.authenticated);

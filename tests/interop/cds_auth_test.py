@@ -18,15 +18,21 @@ kturn-cds). Media pods live in a network namespace of the test's own (root; exit
   5. The Gateway annotated kturn.io/config-discovery-auth: none: the same stunnerd, still
      retrying, gets its config over plain HTTP and relays; the Deployment is re-rendered
      without the token (a stunnerd Dataplane needs none).
+  6. CDS flooded: 300 idle connections from one address (128 are kept, the rest closed at once)
+     and a watch sending a 1 MiB frame (closed); meanwhile the EndpointSlice moves to pod B and
+     stunnerd's watch still gets the change: it admits pod B.
 
   /usr/bin/python3 cds_auth_test.py --server kturnd --kturnd build/kturnd \\
       --operator build/kturn-operator --stunnerd build/test-tools/bin/stunnerd
 """
 
 import argparse
+import base64
 import json
 import os
+import socket
 import ssl
+import struct
 import sys
 import time
 import urllib.error
@@ -221,6 +227,46 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     print(f"the opted-out Deployment: origin {http}, no token volume")
     # Open means this Gateway only: the lists, and other Gateways, stay closed.
     h.check(cds_get(http + "/api/v1/configs") == 401, "the list of every config opened too")
+
+    # 6. The flood, and the legitimate watch.
+    idle = []
+    for _ in range(300):
+        s = socket.create_connection((h.LOOPBACK, cds_port), timeout=5)
+        idle.append(s)
+    h.register_cleanup(lambda: [s.close() for s in idle])
+    big = socket.create_connection((h.LOOPBACK, cds_port), timeout=5)
+    key = base64.b64encode(os.urandom(16)).decode()
+    big.sendall((f"GET {config_path}?watch=true HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                 "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+    payload = b"x" * (1 << 20)
+    mask = os.urandom(4)
+    frame = bytes([0x81, 0xFF]) + struct.pack("!Q", len(payload)) + mask + bytes(
+        b ^ mask[i % 4] for i, b in enumerate(payload))
+    closed = False
+    try:
+        big.sendall(frame)
+        big.settimeout(5)
+        while big.recv(65536):
+            pass
+        closed = True
+    except (ConnectionResetError, BrokenPipeError):
+        closed = True
+    except socket.timeout:
+        pass
+    h.check(closed, "a watch that sent a 1 MiB frame was not closed")
+    refused = op.metric(metrics_port, "kturn_operator_cds_connections_refused_total")
+    h.check(refused >= 300 - 128, f"connections refused: {refused}")
+    pod_b = pods.pod_ips[1]
+    es = scope.get("endpointslice", "media-server-x7k2p", "media")
+    es["endpoints"] = [{"addresses": [pod_b], "conditions": {"ready": True, "serving": True}}]
+    scope.kubectl("replace", "-f", "-", input=json.dumps(es))
+    op.wait_for("stunnerd admitting pod B during the flood",
+                lambda: op.permission(turn, pod_b) is None, 20, procs)
+    print(f"CDS flood: {len(idle)} idle connections ({refused:.0f} closed at once), a 1 MiB "
+          "frame closed its watch; stunnerd's watch got the EndpointSlice change: pod B admitted")
+    for sock in idle:
+        sock.close()
     for p in procs:
         h.check(p.running(), f"{p.name} exited")
 

@@ -140,7 +140,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
           "Deployment, Service and statuses written")
 
     def forbidden():
-        return [e for e in scope.audit_events(user) if e["responseStatus"]["code"] == 403]
+        # The operator's own requests: the thief's below come from kubectl with its token.
+        return [e for e in scope.audit_events(user) if e["responseStatus"]["code"] == 403 and
+                not e.get("userAgent", "").startswith("kubectl")]
 
     denied = forbidden()
     h.check(not denied, "the chart's RBAC denied the operator:\n" + "\n".join(

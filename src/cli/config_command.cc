@@ -51,6 +51,8 @@ cds::CdsClientOptions clientOptions(const ConfigCommand& command, std::string or
       // The config as the server serves it: "$STUNNER_ADDR" is the pod's business, and this
       // machine's environment has no say in it.
       .expand_env = false,
+      .tls_ca_file = command.ca_file,
+      .bearer_token_file = command.token_file,
   };
 }
 
@@ -209,6 +211,12 @@ CLI::App* addConfigCommand(CLI::App& app, ConfigCommand& command) {
                   "seconds to connect and get an answer (a watch: per connection attempt)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  sub->add_option("--token-file", command.token_file,
+                  "a file holding the bearer token an authenticating server wants (kturn-operator "
+                  "--cds-auth: a ServiceAccount token of audience kturn-cds)");
+  sub->add_option("--ca-file", command.ca_file,
+                  "verify an https server against this CA (PEM; the operator's is ca.crt of its "
+                  "kturn-cds-ca Secret)");
   return sub;
 }
 

@@ -30,6 +30,9 @@ struct ConfigCommand {
   bool watch = false;
   std::string output = "yaml";  // or "json"
   double timeout_seconds = 5;   // connect + request (a watch: each connection attempt)
+  // kturn-operator --cds-auth: the bearer token file and the CA of an https server.
+  std::string token_file{};
+  std::string ca_file{};
 };
 
 // Registers the `config` subcommand; `command` must outlive `app`.

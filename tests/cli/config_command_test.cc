@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -67,6 +69,29 @@ class ConfigCommandTest : public ::testing::Test {
   std::ostringstream out_;
   std::ostringstream err_;
 };
+
+TEST(ConfigCommandAuthTest, ATokenFileReadsFromAnAuthenticatingServer) {
+  auto server = cds::CdsServer::start(
+      {.address = "127.0.0.1",
+       .port = 0,
+       .authorizer = [](const std::string& token, const cds::AccessRequest&) {
+         return cds::Decision{.authenticated = token == "reader", .allowed = token == "reader"};
+       }});
+  ASSERT_TRUE(server) << server.error().message;
+  ASSERT_TRUE((*server)->upsert("media/gw", gatewayConfig("media/gw", 3478)));
+  const std::string url = "http://127.0.0.1:" + std::to_string((*server)->port());
+  std::ostringstream out, err;
+  EXPECT_EQ(runConfig({.id = "media/gw", .server = url}, out, err), kExitFailure);
+  EXPECT_NE(err.str().find("401"), std::string::npos) << err.str();
+  const std::string file = ::testing::TempDir() + "kturnctl-config-token";
+  std::ofstream(file) << "reader\n";
+  out.str("");
+  err.str("");
+  EXPECT_EQ(runConfig({.id = "media/gw", .server = url, .token_file = file}, out, err), kExitOk)
+      << err.str();
+  EXPECT_NE(out.str().find("media/gw/udp"), std::string::npos) << out.str();
+  std::remove(file.c_str());
+}
 
 TEST_F(ConfigCommandTest, GetPrintsTheConfigAsYaml) {
   ASSERT_TRUE(server_->upsert("media/gw", gatewayConfig("media/gw", 3478)));

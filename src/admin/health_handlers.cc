@@ -35,8 +35,12 @@ Handler readyHandler(const HealthState& state) {
 
 Handler statusHandler(StatusProvider provider, std::shared_ptr<BearerToken> token) {
   return [provider = std::move(provider), token = std::move(token)](const Request& request) {
-    if (token && !bearerAuthorized(request, token->current())) {
-      return statusMessage(401, "a bearer token is required");
+    if (token) {
+      // A token that cannot be read (the file gone or empty) locks /status, never opens it.
+      const std::string want = token->current();
+      if (want.empty() || !bearerAuthorized(request, want)) {
+        return statusMessage(401, "a bearer token is required");
+      }
     }
     try {
       // stunnerd writes json.Marshal's output without a trailing newline; so do we.

@@ -57,6 +57,7 @@ std::optional<Decision> AccessGate::cached(const std::string& token, const Acces
 Decision AccessGate::review(const std::string& token, const AccessRequest& request) {
   ++reviews_;
   Decision decision = authorizer_(token, request);
+  if (decision.transient) return decision;
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(mutex_);
   if (cache_.size() >= kMaxEntries) {

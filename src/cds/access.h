@@ -44,9 +44,11 @@ struct Decision {
   bool allowed = false;        // authenticated and not allowed: 403
   std::string who{};     // for logs: "pod media/gw-5d8f (system:serviceaccount:media:default)"
   std::string reason{};  // why not: for the log and the response body
-  // When the credential stops being valid; a watch it opened is closed then, and the client
-  // connects again with its fresh token.
+  // When the credential stops being valid; a watch it opened is closed then (or sooner, see
+  // CdsServerOptions::max_watch_age), and the client connects again with its fresh token.
   std::chrono::system_clock::time_point expires = std::chrono::system_clock::time_point::max();
+  // No decision could be made (the API server did not answer): 503, not kept in the cache.
+  bool transient = false;
 };
 
 using Authorizer = std::function<Decision(const std::string& token, const AccessRequest& request)>;
@@ -77,7 +79,8 @@ class AccessGate {
 
   // A decision kept from an earlier call for this token and request, if still fresh.
   std::optional<Decision> cached(const std::string& token, const AccessRequest& request);
-  // Calls the Authorizer (blocking) and keeps the answer for cache_ttl, or until it expires.
+  // Calls the Authorizer (blocking) and keeps the answer for cache_ttl, or until it expires
+  // (a transient one is not kept).
   Decision review(const std::string& token, const AccessRequest& request);
 
   // Counting, from any thread.

@@ -83,8 +83,9 @@ void CdsServer::stop() {
   if (thread_.joinable()) thread_.join();
   // No more deliveries (which post to the io_context) from upserts on other threads.
   store_.unsubscribeAll();
-  // Authorizer calls in progress finish (bounded by the Authorizer's own timeouts); their
-  // completions are queued to the stopped io_context and destroyed with it.
+  // Queued Authorizer calls are dropped; one in progress finishes (bounded by the Authorizer's
+  // own timeout). Completions are queued to the stopped io_context and destroyed with it.
+  reviewers_->stop();
   reviewers_->join();
   // Destroying the io_context destroys every connection (closing its socket) and the listener;
   // watch sessions unsubscribe from the store as they go.

@@ -65,6 +65,10 @@ struct CdsServerOptions {
   std::chrono::milliseconds authorization_cache_ttl{5000};
   // Authorizer calls in flight at most; a request beyond them is answered 503.
   size_t max_pending_reviews = 32;
+  // A watch opened with a token is closed after this long at most (sooner when the token
+  // expires): the client connects again and is authorized again, so a deleted pod or a revoked
+  // grant ends its watches too.
+  std::chrono::milliseconds max_watch_age{std::chrono::minutes(10)};
   // TLS certificate chain and private key (PEM). Empty: plain HTTP only.
   std::string tls_cert_pem{};
   std::string tls_key_pem{};

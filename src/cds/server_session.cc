@@ -169,9 +169,16 @@ class WatchSession : public Subscriber, public std::enable_shared_from_this<Watc
 
   // Serves the watch until either side ends it or, when `expires` is not max(), until then (the
   // credential that opened it is no longer valid; the client connects again with a fresh one).
+  // The config was served without a token because it is open: every push checks that it still
+  // is, and the watch ends when it is not. Before run(). (Not a parameter of run(): GCC 12
+  // mishandles class-type temporaries passed to a coroutine inside co_await.)
+  void servedOpen(ConfigId id) { open_ = std::move(id); }
+
   asio::awaitable<void> run(const Route& route, const CdsServerOptions& options,
                             std::chrono::system_clock::time_point expires, AccessGate& gate,
                             const std::string& peer) {
+    gate_ = &gate;
+    peer_ = peer;
     Topic topic;
     if (route.kind == Route::Kind::kListNamespace) {
       topic = Topic{Topic::Kind::kNamespace, route.id};
@@ -238,6 +245,12 @@ class WatchSession : public Subscriber, public std::enable_shared_from_this<Watc
         continue;
       }
       for (auto& [id, json] : batch) {
+        if (open_ && !gate_->isOpen(*open_)) {
+          log::scope("cds")->info("CDS: closing the watch of {} on {}: no longer open", peer_,
+                                  open_->toString());
+          teardown();
+          co_return;
+        }
         ws_.text(true);
         auto [ec, n] = co_await ws_.async_write(asio::buffer(json), kToken);
         if (ec) {
@@ -253,6 +266,9 @@ class WatchSession : public Subscriber, public std::enable_shared_from_this<Watc
   ConfigStore& store_;
   asio::steady_timer wake_;
   asio::steady_timer expiry_;
+  AccessGate* gate_ = nullptr;
+  std::optional<ConfigId> open_;
+  std::string peer_;
   uint64_t handle_ = 0;
   std::mutex mutex_;  // guards pending_ and wake_posted_ (deliver() runs on any thread)
   std::deque<std::pair<ConfigId, std::string>> pending_;
@@ -289,7 +305,8 @@ asio::awaitable<Decision> review(AccessGate& gate, std::string token, AccessRequ
 asio::awaitable<std::optional<Response>> checkAccess(const Request& request, const Route& route,
                                                      const ServerContext& context,
                                                      ServerState& state, const std::string& peer,
-                                                     bool over_tls, Decision& decision) {
+                                                     bool over_tls, Decision& decision,
+                                                     bool& open) {
   AccessGate& gate = context.gate;
   if (!gate.enabled()) co_return std::nullopt;
   const AccessRequest wanted{.verb = route.watch ? AccessRequest::Verb::kWatch
@@ -300,6 +317,7 @@ asio::awaitable<std::optional<Response>> checkAccess(const Request& request, con
                              .name = route.id.name};
   if (route.kind == Route::Kind::kConfig && gate.isOpen(route.id)) {
     gate.count(AccessGate::Count::kOpen);
+    open = true;
     co_return std::nullopt;
   }
   auto logger = log::scope("cds");
@@ -335,6 +353,11 @@ asio::awaitable<std::optional<Response>> checkAccess(const Request& request, con
     }
     --state.pending_reviews;
   }
+  if (found->transient) {
+    gate.count(AccessGate::Count::kBusy);
+    logger->warn("CDS: cannot decide {} from {}: {}", describe(wanted), peer, found->reason);
+    co_return refusal(request, http::status::service_unavailable, found->reason);
+  }
   if (!found->authenticated || !found->allowed) {
     const bool unauthenticated = !found->authenticated;
     gate.count(unauthenticated ? AccessGate::Count::kUnauthenticated
@@ -347,6 +370,8 @@ asio::awaitable<std::optional<Response>> checkAccess(const Request& request, con
   }
   gate.count(AccessGate::Count::kAllowed);
   decision = std::move(*found);
+  decision.expires =
+      std::min(decision.expires, std::chrono::system_clock::now() + context.options.max_watch_age);
   co_return std::nullopt;
 }
 
@@ -380,9 +405,13 @@ asio::awaitable<void> serveRequests(Stream stream, ServerContext context, Connec
                                  route.kind == Route::Kind::kListNamespace ||
                                  route.kind == Route::Kind::kConfig;
     Decision decision;
+    bool open = false;
     if (is_get && is_config_route) {
-      std::optional<Response> refused = co_await checkAccess(
-          request, route, context, slot.state(), peer, std::is_same_v<Stream, TlsStream>, decision);
+      std::optional<Response> refused =
+          co_await checkAccess(request, route, context, slot.state(), peer,
+                               std::is_same_v<Stream, TlsStream>, decision, open);
+      // The answer gets its own deadline: a slow decision must not have used up the request's.
+      beast::get_lowest_layer(stream).expires_after(context.options.request_timeout);
       if (refused) {
         auto [write_ec, written] = co_await http::async_write(stream, *refused, kToken);
         if (write_ec || !refused->keep_alive()) break;
@@ -406,6 +435,7 @@ asio::awaitable<void> serveRequests(Stream stream, ServerContext context, Connec
       auto [accept_ec] = co_await ws.async_accept(request, kToken);
       if (accept_ec) co_return;
       auto session = std::make_shared<WatchSession<Stream>>(std::move(ws), context.store);
+      if (open) session->servedOpen(route.id);
       co_await session->run(route, context.options, decision.expires, context.gate, peer);
       co_return;
     }

@@ -202,6 +202,11 @@ Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
       options_.status_token_file.empty() && options_.status_token.empty()
           ? nullptr
           : std::make_shared<BearerToken>(options_.status_token, options_.status_token_file);
+  if (statusToken && statusToken->current().empty()) {
+    return makeError(Error::Code::kInvalidArgument, "--status-token-file " +
+                                                        options_.status_token_file +
+                                                        ": cannot be read, or holds no token");
+  }
   // The routes of one endpoint (health, metrics or both), on `server`.
   auto addRoutes = [&](admin::AdminServer& server, bool withHealth, bool withMetrics) {
     if (withHealth) {

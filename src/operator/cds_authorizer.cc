@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/base64.h"
+#include "operator/well_known.h"
 
 namespace kturn::op {
 namespace {
@@ -43,6 +44,10 @@ const Json* controllerOf(const Json& object) {
   return nullptr;
 }
 
+std::string uidOf(const Json& object) {
+  return object.value("metadata", Json::object()).value("uid", "");
+}
+
 std::string who(const Identity& id) {
   if (id.podName.empty()) return id.username;
   return "pod " + id.podNamespace + "/" + id.podName + " (" + id.username + ")";
@@ -79,6 +84,7 @@ cds::Decision CdsAuthorizer::operator()(const std::string& token,
   if (!review || !review->ok()) {
     decision.reason =
         "TokenReview failed: " + (review ? review->describe() : review.error().message);
+    decision.transient = true;
     return decision;
   }
   const Json& status = review->body.value("status", Json::object());
@@ -106,7 +112,9 @@ cds::Decision CdsAuthorizer::operator()(const std::string& token,
   }
   decision.authenticated = true;
   decision.who = who(id);
-  if (const std::optional<int64_t> exp = jwtExpiry(token)) {
+  // An exp past 2100 is taken as none (and the server's max_watch_age applies): no overflow.
+  constexpr int64_t kLatestExpiry = 4'102'444'800;
+  if (const std::optional<int64_t> exp = jwtExpiry(token); exp && *exp < kLatestExpiry) {
     decision.expires = std::chrono::system_clock::time_point(std::chrono::seconds(*exp));
   }
 
@@ -137,6 +145,7 @@ cds::Decision CdsAuthorizer::operator()(const std::string& token,
   if (!access || !access->ok()) {
     decision.reason =
         "SubjectAccessReview failed: " + (access ? access->describe() : access.error().message);
+    decision.transient = true;
     return decision;
   }
   if (access->body.value("status", Json::object()).value("allowed", false)) {
@@ -159,34 +168,41 @@ cds::Decision CdsAuthorizer::operator()(const std::string& token,
 
 std::string CdsAuthorizer::gatewayOfPod(const std::string& ns, const std::string& name,
                                         const std::string& uid) const {
+  if (uid.empty()) return "";  // a bound token names its pod's UID; without it, no pod path
   auto pod = client_.get(k8s::resources::pod(), ns, name);
-  if (!pod || !pod->ok()) return "";
-  if (!uid.empty() && pod->body["metadata"].value("uid", "") != uid) return "";  // another pod
-  const Json* owner = controllerOf(pod->body);
-  if (owner == nullptr) return "";
-  Json workload;
-  if (owner->value("kind", "") == "ReplicaSet" && owner->value("apiVersion", "") == "apps/v1") {
-    auto rs = client_.get(k8s::resources::replicaSet(), ns, owner->value("name", ""));
-    if (!rs || !rs->ok()) return "";
-    const Json* deploymentRef = controllerOf(rs->body);
-    if (deploymentRef == nullptr || deploymentRef->value("kind", "") != "Deployment") return "";
-    auto deployment =
-        client_.get(k8s::resources::deployment(), ns, deploymentRef->value("name", ""));
-    if (!deployment || !deployment->ok()) return "";
-    workload = std::move(deployment->body);
-  } else if (owner->value("kind", "") == "DaemonSet" &&
-             owner->value("apiVersion", "") == "apps/v1") {
-    auto ds = client_.get(k8s::resources::daemonSet(), ns, owner->value("name", ""));
-    if (!ds || !ds->ok()) return "";
-    workload = std::move(ds->body);
-  } else {
-    return "";
+  if (!pod || !pod->ok() || uidOf(pod->body) != uid) return "";  // gone, or another pod
+  // Each hop: the controller's reference names the object fetched, UID and all.
+  auto owned = [&](const Json& child, const char* kind,
+                   const k8s::ResourceType& type) -> std::optional<Json> {
+    const Json* ref = controllerOf(child);
+    if (ref == nullptr || ref->value("kind", "") != kind ||
+        ref->value("apiVersion", "") != "apps/v1") {
+      return std::nullopt;
+    }
+    auto parent = client_.get(type, ns, ref->value("name", ""));
+    if (!parent || !parent->ok() || uidOf(parent->body) != ref->value("uid", "")) {
+      return std::nullopt;
+    }
+    return std::move(parent->body);
+  };
+  std::optional<Json> workload;
+  const Json* first = controllerOf(pod->body);
+  if (first != nullptr && first->value("kind", "") == "DaemonSet") {
+    workload = owned(pod->body, "DaemonSet", k8s::resources::daemonSet());
+  } else if (auto rs = owned(pod->body, "ReplicaSet", k8s::resources::replicaSet())) {
+    workload = owned(*rs, "Deployment", k8s::resources::deployment());
   }
-  // The operator's owner reference to the Gateway (as STUNner's, not marked controller).
-  for (const Json& ref : workload["metadata"].value("ownerReferences", Json::array())) {
+  if (!workload) return "";
+  // What the operator renders: named after the Gateway, labelled as its own, owned by it.
+  const Json& meta = (*workload)["metadata"];
+  const Json labels = meta.value("labels", Json::object());
+  if (labels.value(std::string(kOwnedByLabel), "") != kOwnedByValue) return "";
+  const std::string workloadName = meta.value("name", "");
+  for (const Json& ref : meta.value("ownerReferences", Json::array())) {
     if (ref.value("kind", "") == "Gateway" &&
-        ref.value("apiVersion", "").starts_with("gateway.networking.k8s.io/")) {
-      return ref.value("name", "");
+        ref.value("apiVersion", "").starts_with("gateway.networking.k8s.io/") &&
+        ref.value("name", "") == workloadName) {
+      return workloadName;
     }
   }
   return "";

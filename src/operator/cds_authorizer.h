@@ -5,10 +5,12 @@
 //      that is not valid, expired, of another audience, or bound to a pod that no longer exists
 //      is refused (401).
 //   2. A token bound to a pod (a projected ServiceAccount token, as the kubelet mounts) may get
-//      and watch the config of the Gateway that owns the pod's workload: pod (its UID checked)
-//      → ReplicaSet → Deployment, or pod → DaemonSet, whose controller is that Gateway, in the
-//      pod's namespace. This is how every kturnd pod the operator runs is admitted, with no RBAC
-//      to write.
+//      and watch the config of the Gateway whose dataplane the pod is: pod (its UID checked) →
+//      ReplicaSet → Deployment, or pod → DaemonSet, each hop the controller reference with the
+//      UID of the object fetched, ending at a workload as the operator renders it (labelled
+//      stunner.l7mp.io/owned-by: stunner, named after the Gateway that owns it), in the pod's
+//      namespace. This is how every kturnd pod the operator runs is admitted, with no RBAC to
+//      write. Whoever may create workloads in that namespace is trusted, as with its Secrets.
 //   3. Anything else is what RBAC grants: a SubjectAccessReview of the request's verb (get, list,
 //      watch) on the resource `configs` of API group `cds.kturn.io` (it exists only in RBAC), in
 //      the config's namespace (cluster-wide for lists of every namespace), named after the
@@ -17,7 +19,9 @@
 //   CdsAuthorizer authorizer(api, {.audience = "kturn-cds"});
 //   cds::CdsServer::start({.authorizer = std::ref(authorizer), ...});
 //
-// Thread-safe (every call makes its own API requests); blocks for up to three round trips.
+// Thread-safe (every call makes its own API requests); blocks for up to five round trips
+// (TokenReview, Pod, ReplicaSet, Deployment, SubjectAccessReview). An API failure is a
+// transient decision (503, not cached).
 #pragma once
 
 #include <cstdint>

@@ -312,6 +312,11 @@ int main(int argc, char** argv) {
         kturn::op::CdsAuthorizerOptions{.audience = options.render.cdsAuth.audience});
     cdsOptions.authorizer = std::ref(*authorizer);
     options.render.cdsAuth.enabled = true;
+    if (cdsOptions.tls_cert_pem.empty()) {
+      logger->warn(
+          "CDS: --cds-auth without TLS (--cds-tls-secret or --cds-tls-cert): the dataplane pods "
+          "send their tokens over plain HTTP");
+    }
   }
   // controller-runtime's convention, which STUNner's flags follow: "0" turns an endpoint off.
   std::optional<kturn::admin::HttpEndpoint> metricsEndpoint, probeEndpoint;

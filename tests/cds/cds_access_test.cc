@@ -44,6 +44,11 @@ class ScriptedAuthorizer {
       std::unique_lock lock(mutex_);
       cv_.wait_for(lock, 5s, [this] { return released_; });
     }
+    if (token == "flaky") {  // the API server did not answer
+      d.transient = true;
+      d.reason = "TokenReview failed: connect: Connection refused";
+      return d;
+    }
     if (token == "reader" || token == "slow") {
       d.authenticated = d.allowed = true;
       d.who = "reader";
@@ -173,10 +178,19 @@ TEST_F(CdsAccessTest, AnOpenConfigIsServedWithoutATokenAndOnlyThatOne) {
   EXPECT_EQ(rawGet("/api/v1/configs/media")->status, 401);
   EXPECT_FALSE(listConfigs({.origin = origin()}));
 
-  // Closed again: refused from now on.
+  // Closed again: refused from now on, and the open watch gets no later config: it is closed
+  // before the next one would be sent.
   server_->setOpen({});
   EXPECT_FALSE((*open)->get());
   EXPECT_GE(server_->accessStats().open, 2u);
+  ASSERT_TRUE(server_->upsert("media/open", makeConfig("media/open", 4100)));
+  EXPECT_TRUE(eventually([&] { return (*open)->stats().disconnects >= 1; }));
+  EXPECT_FALSE(inbox.waitFor(
+      [](const auto& configs, const auto&) {
+        return !configs.empty() && configs.back().listeners[0].port == 4100;
+      },
+      500ms))
+      << "a config pushed after the Gateway stopped being open reached the open watch";
 }
 
 TEST_F(CdsAccessTest, APodsTokenGetsAndWatchesItsGatewaysConfigOnly) {
@@ -274,6 +288,30 @@ TEST_F(CdsAccessTest, AWatchEndsWhenItsTokenExpiresAndTheClientComesBack) {
       },
       3s));
   EXPECT_GE(authorizer_.calls, 2);
+}
+
+TEST_F(CdsAccessTest, AWatchIsAuthorizedAgainAfterItsMaximumAge) {
+  start({.authorization_cache_ttl = 50ms, .max_watch_age = 300ms});
+  TokenFile token("pod-a");  // no expiry of its own
+  auto own = CdsClient::create(client("media/gw", &token));
+  ASSERT_TRUE(own);
+  Inbox inbox;
+  ASSERT_TRUE((*own)->watch({.on_config = [&](config::StunnerConfig c) { inbox.onConfig(c); }}));
+  ASSERT_TRUE(inbox.waitConfigs(1));
+  EXPECT_TRUE(eventually([&] { return (*own)->stats().connects >= 3; }, 3s));
+  EXPECT_GE(authorizer_.calls, 3) << "each new session is authorized again";
+  EXPECT_GE(server_->accessStats().watches_expired, 2u);
+}
+
+TEST_F(CdsAccessTest, AnUndecidableRequestIs503AndNotCached) {
+  start();
+  for (int i = 1; i <= 2; ++i) {
+    auto reply = rawGet("/api/v1/configs/media/gw", "Bearer flaky");
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 503);
+    EXPECT_NE(reply->body.find("TokenReview failed"), std::string::npos);
+    EXPECT_EQ(authorizer_.calls, i) << "not kept in the cache";
+  }
 }
 
 TEST_F(CdsAccessTest, TooManyDecisionsInFlightAre503) {

@@ -142,6 +142,26 @@ TEST_F(DaemonAdminTest, StatusWantsTheBearerTokenProbesDoNot) {
   EXPECT_EQ(get("127.0.0.1", metrics_, "/metrics"), 200);
 }
 
+TEST_F(DaemonAdminTest, AStatusTokenFileThatCannotBeReadFailsTheStart) {
+  const uint16_t health = freePort();
+  path_ = std::filesystem::temp_directory_path() /
+          ("kturn-admin-bad-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path_) << "version: v1\n"
+                       << "admin: {name: t, healthcheck_endpoint: \"http://:" << health << "\"}\n"
+                       << "auth: {type: static, credentials: {username: u, password: p}}\n"
+                       << "listeners: [{name: udp, protocol: TURN-UDP, address: 127.0.0.1, "
+                       << "port: " << freePort() << ", routes: [c]}]\n"
+                       << "clusters: [{name: c, type: STATIC, endpoints: [127.0.0.1/32]}]\n";
+  Daemon daemon({.origin = "file://" + path_.string(),
+                 .status_token_file = "/nonexistent/status-token",
+                 .workers = 1});
+  auto started = daemon.start();
+  ASSERT_FALSE(started);
+  EXPECT_NE(started.error().message.find("/nonexistent/status-token"), std::string::npos)
+      << started.error().message;
+  EXPECT_EQ(get("127.0.0.1", health, "/status"), std::nullopt) << "no admin server, open or not";
+}
+
 TEST_F(DaemonAdminTest, TheStatusTokenMayComeFromTheEnvironmentInstead) {
   start({.status_token = "from-a-secret"});  // kturnd_main: $KTURN_STATUS_TOKEN
   EXPECT_EQ(get("127.0.0.1", health_, "/status"), 401);

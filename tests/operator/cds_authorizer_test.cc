@@ -104,15 +104,18 @@ class CdsAuthorizerTest : public ::testing::Test {
     return gateway && gateway->ok() ? gateway->body["metadata"]["uid"].get<std::string>() : "";
   }
 
-  // A Deployment named `name` in `ns` (owned by the Gateway with `gatewayUid` unless empty); the
-  // name and UID of the pod its ReplicaSet makes.
-  Json startDataplane(const std::string& ns, const std::string& name,
-                      const std::string& gatewayUid) {
+  // A Deployment named `name` in `ns`, as the operator renders it for the Gateway `gateway`
+  // (labelled as the operator's, owned by the Gateway with `gatewayUid`) unless that is empty;
+  // the name and UID of the pod its ReplicaSet makes.
+  Json startDataplane(const std::string& ns, const std::string& name, const std::string& gatewayUid,
+                      std::string gateway = "") {
+    if (gateway.empty()) gateway = name;
     Json meta = {{"name", name}, {"namespace", ns}};
     if (!gatewayUid.empty()) {
+      meta["labels"] = {{"stunner.l7mp.io/owned-by", "stunner"}};
       meta["ownerReferences"] = Json::array({{{"apiVersion", "gateway.networking.k8s.io/v1"},
                                               {"kind", "Gateway"},
-                                              {"name", name},
+                                              {"name", gateway},
                                               {"uid", gatewayUid}}});
     }
     const Json labels = {{"app", "stunner"}, {"test-dataplane", name}};
@@ -207,7 +210,7 @@ TEST_F(CdsAuthorizerTest, ADataplanePodReadsItsOwnGatewaysConfigAndNothingElse) 
   }
 }
 
-TEST_F(CdsAuthorizerTest, APodOfAnotherNamespaceIsRefused) {
+TEST_F(CdsAuthorizerTest, APodOfAnotherNamespaceOrOfAnotherWorkloadIsRefused) {
   // Same names, another namespace: a Deployment called gw, owned by a Gateway called gw there.
   const std::string other = scope_.ns("intruder");
   const Json intruder = startDataplane(other, "gw", createGateway(other, "gw"));
@@ -217,6 +220,16 @@ TEST_F(CdsAuthorizerTest, APodOfAnotherNamespaceIsRefused) {
   EXPECT_FALSE(refused.allowed);
   EXPECT_NE(refused.reason.find("may read only that Gateway's config"), std::string::npos)
       << refused.reason;
+  // A Deployment someone else made in the Gateway's namespace, owned by the Gateway but not the
+  // one the operator renders (another name): its pod gets nothing.
+  auto gw = scope_.admin().get(k8s::resources::gateway(), media_, "gw");
+  ASSERT_TRUE(gw && gw->ok());
+  const Json impostor =
+      startDataplane(media_, "impostor", gw->body["metadata"]["uid"].get<std::string>(), "gw");
+  const cds::Decision impostorDecision =
+      decide(token(media_, "default", "kturn-cds", impostor), Verb::kGet, media_, "gw");
+  EXPECT_TRUE(impostorDecision.authenticated);
+  EXPECT_FALSE(impostorDecision.allowed) << "a workload the operator did not render";
   // A pod that is no Gateway's dataplane (its Deployment has no owner) gets nothing either.
   const Json stray = startDataplane(media_, "stray", "");
   const cds::Decision strayDecision =

@@ -171,26 +171,31 @@ std::string CdsAuthorizer::gatewayOfPod(const std::string& ns, const std::string
   if (uid.empty()) return "";  // a bound token names its pod's UID; without it, no pod path
   auto pod = client_.get(k8s::resources::pod(), ns, name);
   if (!pod || !pod->ok() || uidOf(pod->body) != uid) return "";  // gone, or another pod
-  // Each hop: the controller's reference names the object fetched, UID and all.
-  auto owned = [&](const Json& child, const char* kind,
-                   const k8s::ResourceType& type) -> std::optional<Json> {
+  // Each hop: the controller's reference names the object fetched, UID and all. (Each call
+  // names its resource type: tests/deploy/chart_test.py derives the operator's RBAC from them.)
+  auto controllerRef = [](const Json& child, const char* kind) -> const Json* {
     const Json* ref = controllerOf(child);
     if (ref == nullptr || ref->value("kind", "") != kind ||
         ref->value("apiVersion", "") != "apps/v1") {
-      return std::nullopt;
+      return nullptr;
     }
-    auto parent = client_.get(type, ns, ref->value("name", ""));
-    if (!parent || !parent->ok() || uidOf(parent->body) != ref->value("uid", "")) {
-      return std::nullopt;
-    }
-    return std::move(parent->body);
+    return ref;
+  };
+  auto fetched = [](Result<k8s::ApiResponse> got, const Json& ref) -> std::optional<Json> {
+    if (!got || !got->ok() || uidOf(got->body) != ref.value("uid", "")) return std::nullopt;
+    return std::move(got->body);
   };
   std::optional<Json> workload;
-  const Json* first = controllerOf(pod->body);
-  if (first != nullptr && first->value("kind", "") == "DaemonSet") {
-    workload = owned(pod->body, "DaemonSet", k8s::resources::daemonSet());
-  } else if (auto rs = owned(pod->body, "ReplicaSet", k8s::resources::replicaSet())) {
-    workload = owned(*rs, "Deployment", k8s::resources::deployment());
+  if (const Json* ds = controllerRef(pod->body, "DaemonSet")) {
+    workload = fetched(client_.get(k8s::resources::daemonSet(), ns, ds->value("name", "")), *ds);
+  } else if (const Json* rsRef = controllerRef(pod->body, "ReplicaSet")) {
+    auto rs =
+        fetched(client_.get(k8s::resources::replicaSet(), ns, rsRef->value("name", "")), *rsRef);
+    if (const Json* deploymentRef = rs ? controllerRef(*rs, "Deployment") : nullptr) {
+      workload =
+          fetched(client_.get(k8s::resources::deployment(), ns, deploymentRef->value("name", "")),
+                  *deploymentRef);
+    }
   }
   if (!workload) return "";
   // What the operator renders: named after the Gateway, labelled as its own, owned by it.

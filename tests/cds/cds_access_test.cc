@@ -158,6 +158,7 @@ TEST_F(CdsAccessTest, WithoutATokenARequestIs401WithABearerChallenge) {
 }
 
 TEST_F(CdsAccessTest, AnOpenConfigIsServedWithoutATokenAndOnlyThatOne) {
+  Inbox inbox;  // before the clients: their watcher threads deliver into it
   start();
   server_->setOpen({"media/open"});
   auto open = CdsClient::create(client("media/open", nullptr));
@@ -165,7 +166,6 @@ TEST_F(CdsAccessTest, AnOpenConfigIsServedWithoutATokenAndOnlyThatOne) {
   auto got = (*open)->get();
   ASSERT_TRUE(got) << got.error().message;
   EXPECT_EQ(got->admin.name, "media/open");
-  Inbox inbox;
   ASSERT_TRUE((*open)->watch({.on_config = [&](config::StunnerConfig c) { inbox.onConfig(c); }}));
   ASSERT_TRUE(inbox.waitConfigs(1));
 
@@ -194,6 +194,7 @@ TEST_F(CdsAccessTest, AnOpenConfigIsServedWithoutATokenAndOnlyThatOne) {
 }
 
 TEST_F(CdsAccessTest, APodsTokenGetsAndWatchesItsGatewaysConfigOnly) {
+  Inbox inbox;  // before the clients: their watcher threads deliver into it
   start();
   TokenFile token("pod-a");
   auto own = CdsClient::create(client("media/gw", &token));
@@ -202,7 +203,6 @@ TEST_F(CdsAccessTest, APodsTokenGetsAndWatchesItsGatewaysConfigOnly) {
   ASSERT_TRUE(got) << got.error().message;
   EXPECT_EQ(*got, makeConfig("media/gw", 3478));
 
-  Inbox inbox;
   ASSERT_TRUE((*own)->watch({.on_config = [&](config::StunnerConfig c) { inbox.onConfig(c); },
                              .on_error = [&](const Error& e) { inbox.onError(e); }}));
   ASSERT_TRUE(inbox.waitConfigs(1));
@@ -270,11 +270,11 @@ TEST_F(CdsAccessTest, DecisionsAreKeptForTheCacheTimeThenAskedAgain) {
 }
 
 TEST_F(CdsAccessTest, AWatchEndsWhenItsTokenExpiresAndTheClientComesBack) {
+  Inbox inbox;  // before the clients: their watcher threads deliver into it
   start({.authorization_cache_ttl = 100ms});
   TokenFile token("brief");  // valid for 1 s after each review
   auto own = CdsClient::create(client("media/gw", &token));
   ASSERT_TRUE(own);
-  Inbox inbox;
   ASSERT_TRUE((*own)->watch({.on_config = [&](config::StunnerConfig c) { inbox.onConfig(c); },
                              .on_error = [&](const Error& e) { inbox.onError(e); }}));
   ASSERT_TRUE(inbox.waitConfigs(1));
@@ -291,11 +291,11 @@ TEST_F(CdsAccessTest, AWatchEndsWhenItsTokenExpiresAndTheClientComesBack) {
 }
 
 TEST_F(CdsAccessTest, AWatchIsAuthorizedAgainAfterItsMaximumAge) {
+  Inbox inbox;  // before the clients: their watcher threads deliver into it
   start({.authorization_cache_ttl = 50ms, .max_watch_age = 300ms});
   TokenFile token("pod-a");  // no expiry of its own
   auto own = CdsClient::create(client("media/gw", &token));
   ASSERT_TRUE(own);
-  Inbox inbox;
   ASSERT_TRUE((*own)->watch({.on_config = [&](config::StunnerConfig c) { inbox.onConfig(c); }}));
   ASSERT_TRUE(inbox.waitConfigs(1));
   EXPECT_TRUE(eventually([&] { return (*own)->stats().connects >= 3; }, 3s));
@@ -345,6 +345,7 @@ TestPki makePki() {
 }
 
 TEST_F(CdsAccessTest, TlsAndPlainHttpShareThePortAndTokensNeedTls) {
+  Inbox inbox;  // before the clients: their watcher threads deliver into it
   const TestPki pki = makePki();
   start({.tls_cert_pem = pki.leaf.cert_pem, .tls_key_pem = pki.leaf.key_pem});
   server_->setOpen({"media/open"});
@@ -356,7 +357,6 @@ TEST_F(CdsAccessTest, TlsAndPlainHttpShareThePortAndTokensNeedTls) {
   ASSERT_TRUE(secure);
   auto got = (*secure)->get();
   ASSERT_TRUE(got) << got.error().message;
-  Inbox inbox;
   ASSERT_TRUE((*secure)->watch({.on_config = [&](config::StunnerConfig c) { inbox.onConfig(c); }}));
   ASSERT_TRUE(inbox.waitConfigs(1));
 
@@ -404,12 +404,12 @@ TEST_F(CdsAccessTest, WithoutPlaintextOnlyTlsIsServed) {
 }
 
 TEST_F(CdsAccessTest, AFloodOfConnectionsAndOversizedFramesLeavesTheWatchUpdated) {
+  Inbox inbox;  // before the clients: their watcher threads deliver into it
   start({.request_timeout = 1000ms, .max_connections_per_source = 16});
   server_->setOpen({"media/open"});
   TokenFile token("pod-a");
   auto own = CdsClient::create(client("media/gw", &token));
   ASSERT_TRUE(own);
-  Inbox inbox;
   ASSERT_TRUE((*own)->watch({.on_config = [&](config::StunnerConfig c) { inbox.onConfig(c); }}));
   ASSERT_TRUE(inbox.waitConfigs(1));
 

@@ -7,7 +7,6 @@
 #include <variant>
 
 #include "auth/ice_config.h"
-#include "common/crypto.h"
 
 namespace kturn::auth {
 namespace {

@@ -93,6 +93,7 @@ class AccessGate {
     kConnectionsRefused,
     kWatchesExpired
   };
+  static constexpr size_t kCounts = static_cast<size_t>(Count::kWatchesExpired) + 1;
   void count(Count what);
   AccessStats stats() const;
 
@@ -109,7 +110,7 @@ class AccessGate {
   mutable std::mutex mutex_;
   std::set<ConfigId> open_;
   std::map<Key, Entry> cache_;
-  std::atomic<uint64_t> counts_[7] = {};
+  std::atomic<uint64_t> counts_[kCounts] = {};
   std::atomic<uint64_t> reviews_{0};
 };
 

@@ -270,8 +270,17 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::vector<std::string> hosts = splitComma(cdsTlsHosts);
-    if (hosts.empty())
-      hosts = kturn::op::cdsServingHosts(hostOf(options.render.configDiscoveryAddress));
+    if (hosts.empty()) {
+      const std::string host = hostOf(options.render.configDiscoveryAddress);
+      if (host == "0.0.0.0" || host == "::") {
+        std::fprintf(stderr,
+                     "kturn-operator: --cds-tls-secret: --cds-server-address %s names no host "
+                     "for the serving certificate; give one, or --cds-tls-hosts\n",
+                     options.render.configDiscoveryAddress.c_str());
+        return 2;
+      }
+      hosts = kturn::op::cdsServingHosts(host);
+    }
     renewer = std::make_unique<kturn::op::CdsCertificateRenewer>(*ca, hosts);
     if (!renewer->first()) {
       logger->critical("CDS serving certificate: {}", renewer->first().error().message);

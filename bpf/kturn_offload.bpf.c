@@ -347,11 +347,21 @@ static __always_inline void countRelayed(const struct decision* d) {
 static __always_inline int decide(void* data, void* data_end, const struct packet* p,
                                   struct rewrite* r, struct decision* d) {
   d->stat = KTURN_STAT_COUNT;
-  /* Client -> peer: ChannelData (RFC 8656 §12.4: channel numbers 0x4000-0x4FFF). */
+  /* Client -> peer: ChannelData. RFC 8656 §12 numbers channels 0x4000-0x4FFF, but RFC 5766
+   * allowed 0x4000-0x7FFF and clients still bind there (coturn's turnutils_uclient picks up to
+   * 0x7FFF); kturnd accepts both (src/stun/channel_data.h), so the kernel path must too: the
+   * first byte's two top bits 01, as user space tells ChannelData from STUN. */
   __u8* payload = data + p->l4 + UDP_HLEN;
+  /* ChannelData-shaped: the first byte's top bits, and a length field that the datagram holds
+   * with at most 3 bytes of padding. What has no entry of either kind is counted as `no_entry`
+   * only if so shaped, not every foreign datagram that starts with a byte 0x40-0x7F. */
+  int channel_shaped = 0;
   if (p->payload_len >= CHANNEL_HLEN) {
     if ((void*)(payload + CHANNEL_HLEN) > data_end) return 0;
-    if ((payload[0] & 0xF0) == 0x40) {
+    __u32 len = ((__u32)payload[2] << 8) | payload[3];
+    channel_shaped = (payload[0] & 0xC0) == 0x40 && len + CHANNEL_HLEN <= p->payload_len &&
+                     p->payload_len - (len + CHANNEL_HLEN) < 4;
+    if ((payload[0] & 0xC0) == 0x40) {
       struct kturn_channel_key key = {};
       __builtin_memcpy(key.client_addr, p->src, 16);
       __builtin_memcpy(key.server_addr, p->dst, 16);
@@ -366,7 +376,6 @@ static __always_inline int decide(void* data, void* data_end, const struct packe
         d->stat = KTURN_STAT_PASS_EXPIRED;
         return 0;
       }
-      __u32 len = ((__u32)payload[2] << 8) | payload[3];
       if (len + CHANNEL_HLEN != p->payload_len) {
         d->stat = KTURN_STAT_PASS_LENGTH;
         return 0;
@@ -387,7 +396,6 @@ static __always_inline int decide(void* data, void* data_end, const struct packe
 peer:
   /* Peer -> client: any datagram from a bound peer to its relayed address. */
   ;
-  int channel_like = p->payload_len >= CHANNEL_HLEN && (payload[0] & 0xF0) == 0x40;
   struct kturn_peer_key key = {};
   __builtin_memcpy(key.peer_addr, p->src, 16);
   __builtin_memcpy(key.relay_addr, p->dst, 16);
@@ -395,7 +403,7 @@ peer:
   key.relay_port = p->dport;
   struct kturn_peer_value* v = bpf_map_lookup_elem(&kturn_peers, &key);
   if (!v) {
-    if (channel_like) d->stat = KTURN_STAT_PASS_NO_ENTRY;
+    if (channel_shaped) d->stat = KTURN_STAT_PASS_NO_ENTRY;
     return 0; /* otherwise somebody else's datagram: not counted */
   }
   if (bpf_ktime_get_ns() >= v->expires_ns) {

@@ -24,7 +24,7 @@ struct kturn_channel_key {
   __u8 server_addr[16];
   __be16 client_port;
   __be16 server_port;
-  __be16 channel; /* 0x4000-0x4FFF */
+  __be16 channel; /* 0x4000-0x7FFF (RFC 5766's range; RFC 8656 keeps 0x4000-0x4FFF) */
   __u16 pad;      /* zero */
 };
 
@@ -79,7 +79,7 @@ struct kturn_counter {
 enum kturn_offload_stat {
   KTURN_STAT_TO_PEER = 0,   /* ChannelData relayed to its peer */
   KTURN_STAT_TO_CLIENT,     /* peer datagram relayed to its client as ChannelData */
-  KTURN_STAT_PASS_NO_ENTRY, /* ChannelData-shaped, but no channel entry for its 5-tuple */
+  KTURN_STAT_PASS_NO_ENTRY, /* ChannelData-shaped (first byte, length), but no entry for it */
   KTURN_STAT_PASS_EXPIRED,  /* an entry past its expiry: kturnd decides */
   KTURN_STAT_PASS_LENGTH,   /* ChannelData whose length is not the datagram's (padding) */
   KTURN_STAT_PASS_IP,       /* IPv4 options or fragment, IPv6 extension header */

@@ -252,6 +252,31 @@ TEST_P(OffloadProgramTest, APeerDatagramGoesToTheClientAsChannelData) {
   EXPECT_EQ(statDelta(KTURN_STAT_TO_CLIENT), 6u);
 }
 
+// RFC 5766 numbered channels 0x4000-0x7FFF; RFC 8656 narrowed that to 0x4000-0x4FFF, but kturnd
+// binds the old range too (coturn's turnutils_uclient picks channels such as 0x7da6), so the
+// kernel relays those channels both ways as well.
+TEST_P(OffloadProgramTest, ChannelsOfRfc5766sWholeRangeAreRelayedBothWays) {
+  for (uint16_t channel :
+       {uint16_t{0x4FFF}, uint16_t{0x5000}, uint16_t{0x7da6}, uint16_t{0x7FFF}}) {
+    SCOPED_TRACE(channel);
+    bindChannel(kClient, kListener, channel, kRelay, kPeer, monotonicNs() + kMinute);
+    Bytes payload = testing::data(200);
+    RunResult out =
+        run(fromClient(kClient, kListener, testing::channelData(channel, payload)), "kc");
+    EXPECT_EQ(out.verdict, redirected());
+    EXPECT_EQ(out.out, toPeer(kRelay, kPeer, payload));
+    RunResult back = run(fromPeer(kPeer, kRelay, payload), "kp");
+    EXPECT_EQ(back.verdict, redirected());
+    EXPECT_EQ(back.out, toClient(kListener, kClient, testing::channelData(channel, payload)));
+    TearDown();
+    channels_.clear();
+    peers_.clear();
+  }
+  EXPECT_EQ(statDelta(KTURN_STAT_TO_PEER), 4u);
+  EXPECT_EQ(statDelta(KTURN_STAT_TO_CLIENT), 4u);
+  EXPECT_EQ(statDelta(KTURN_STAT_PASS_NO_ENTRY), 0u);
+}
+
 TEST_P(OffloadProgramTest, APeerPayloadThatStartsLikeChannelDataIsStillRelayed) {
   bindV4();
   Bytes payload = testing::data(50);

@@ -148,14 +148,16 @@ Result<void> ClientGroup::open() {
       c.password = opts_.password;
     }
     c.active = c.index < active_limit;
-    if (opts_.send_indications && !opts_.raw) {
+    if (opts_.direct) {
+      c.send_head_size = 0;  // the bare payload
+    } else if (opts_.send_indications && !opts_.raw) {
       buildSendHead(c, params_.peer, opts_.payload);
     } else {
       stun::writeChannelDataHeader(c.send_head.data(), c.channel,
                                    static_cast<uint16_t>(opts_.payload));
       c.send_head_size = stun::kChannelDataHeaderSize;
     }
-    if (opts_.raw) c.step = Step::kReady;
+    if (opts_.noTurn()) c.step = Step::kReady;
   }
   return {};
 }
@@ -403,6 +405,10 @@ void ClientGroup::drainSocket(uint32_t local, int64_t now) {
 }
 
 void ClientGroup::dispatch(TurnClient& c, std::span<const uint8_t> bytes, int64_t now) {
+  if (opts_.direct) {
+    onEcho(c, bytes, now);  // the peer's echo, as sent
+    return;
+  }
   if (bytes.size() >= stun::kChannelDataHeaderSize && stun::isChannelDataByte(bytes[0])) {
     const size_t length = stun::load16(bytes.data() + 2);
     onEcho(c, bytes.subspan(4, std::min(length, bytes.size() - 4)), now);
@@ -442,7 +448,7 @@ void ClientGroup::onEcho(TurnClient& c, std::span<const uint8_t> payload, int64_
 // ---- phases ----------------------------------------------------------------------------------
 
 void ClientGroup::run(RunControl& control) {
-  if (opts_.mode != Mode::kAllocRate && !opts_.raw) runSetup(control);
+  if (opts_.mode != Mode::kAllocRate && !opts_.noTurn()) runSetup(control);
   for (size_t i = 0; i < clients_.size(); ++i) {
     if (clients_[i].step == Step::kReady && clients_[i].active) {
       active_.push_back(static_cast<uint32_t>(i));
@@ -461,7 +467,7 @@ void ClientGroup::run(RunControl& control) {
       runTraffic(control, start);
     }
   }
-  if (!opts_.raw) runTeardown(control);
+  if (!opts_.noTurn()) runTeardown(control);
 }
 
 void ClientGroup::runSetup(RunControl& control) {

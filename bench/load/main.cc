@@ -4,6 +4,7 @@
 //   kturn-bench --mode alloc-rate -n 64 -d 10
 //   kturn-bench --mode many -n 20000 --active 100 --rate 5000
 //   kturn-bench --raw --server 127.0.0.1:4478 --peer-bind 127.0.0.1:5000   (udp-forwarder)
+//   kturn-bench --direct -n 100 --rate 20000      (no relay: the same packets, peer to clients)
 //   kturn-bench --transport tls --server 127.0.0.1:5349 -n 100 --rate 20000    (TURN-TLS)
 //
 // Each client owns a UDP socket (or a TCP connection, or a TLS one), allocates (long-term static or
@@ -86,6 +87,7 @@ int run(BenchOptions& o) {
     }
     peer_address = peer.address();
   }
+  if (o.direct) o.server = peer_address;  // the clients' sockets talk to the peer itself
 
   const size_t groups = std::max<size_t>(1, std::min(o.threads, o.clients));
   std::vector<std::unique_ptr<ClientGroup>> group;
@@ -175,6 +177,7 @@ int run(BenchOptions& o) {
   j["connections_lost"] = total.connections_lost;
   j["server"] = o.server.toString();
   j["raw"] = o.raw;
+  j["direct"] = o.direct;
   j["send_indications"] = o.send_indications;
   j["clients"] = o.clients;
   j["active"] = o.mode == Mode::kAllocRate ? 0 : o.activeClients();
@@ -223,7 +226,10 @@ int run(BenchOptions& o) {
         "kturn-bench %s against %s over %s%s: %zu clients, %zu allocated (%zu failed) in %.2f "
         "s\n",
         modeName(o.mode), o.server.toString().c_str(), transportName(o.transport),
-        o.raw ? " (raw)" : "", o.clients, total.allocated, total.failed, setup_seconds);
+        o.raw      ? " (raw)"
+        : o.direct ? " (direct)"
+                   : "",
+        o.clients, total.allocated, total.failed, setup_seconds);
     if (!total.tls.empty()) std::printf("  %s\n", total.tls.c_str());
     if (o.mode == Mode::kAllocRate) {
       std::printf(
@@ -281,6 +287,8 @@ int main(int argc, char** argv) {
                  "highest TLS version the clients offer: 1.2 | 1.3 | any (--transport tls)")
       ->check(CLI::IsMember({"1.2", "1.3", "any"}));
   app.add_flag("--raw", o.raw, "no TURN: ChannelData frames to a udp-forwarder");
+  app.add_flag("--direct", o.direct,
+               "no relay: bare payloads straight to the echo peer and back (--server unused)");
   app.add_flag("--send", o.send_indications, "Send/Data indications instead of ChannelData");
   app.add_option("--auth", o.auth, "static | rest")->check(CLI::IsMember({"static", "rest"}));
   app.add_option("-u,--user", o.username, "static username");
@@ -334,6 +342,12 @@ int main(int argc, char** argv) {
   if (o.stream() && o.mode != Mode::kTraffic) {
     std::fprintf(stderr, "kturn-bench: --transport %s works with --mode traffic only\n",
                  transport.c_str());
+    return 2;
+  }
+  if (o.direct && (o.raw || o.send_indications || o.stream() || o.mode != Mode::kTraffic)) {
+    std::fprintf(stderr,
+                 "kturn-bench: --direct works with --mode traffic over UDP only, "
+                 "without --raw or --send\n");
     return 2;
   }
   auto s = kturn::TransportAddress::parse(server);

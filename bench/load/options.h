@@ -33,6 +33,10 @@ struct BenchOptions {
   // --raw: no TURN at all. Clients send ChannelData frames to a udp-forwarder, which strips the
   // 4-byte header towards the peer and adds it back towards the client.
   bool raw = false;
+  // --direct: no relay at all. Clients send the bare payload straight to the echo peer, which
+  // echoes it back: the same packets the generator and peer exchange through a relay, without
+  // it, so that bench/compare can subtract their cost from the machine's (the marginal cost).
+  bool direct = false;
   // --send: Send indications out, Data indications back (no ChannelBind).
   bool send_indications = false;
 
@@ -78,6 +82,8 @@ struct BenchOptions {
 
   size_t activeClients() const;
   bool stream() const { return transport != Transport::kUdp; }
+  // No TURN transactions: --raw (a udp-forwarder) or --direct (the peer itself).
+  bool noTurn() const { return raw || direct; }
 };
 
 }  // namespace kturn::bench

@@ -46,7 +46,8 @@ test-interop: build
 # kturn's images built from its Dockerfiles, the chart installed, calls from the host through the
 # Gateway's node port to a media pod, then day 2. Root; about 2.5 minutes once the tools and
 # images are cached, 11 when the images compile again.
-test-e2e: deps
+test-e2e: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target kturn-bench
 	@bash tests/e2e/run.sh $(BUILD_DIR)
 
 format:

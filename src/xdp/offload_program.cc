@@ -37,9 +37,10 @@ int printLibbpf(libbpf_print_level level, const char* format, va_list args) {
 Error errnoError(std::string_view what, int err) {
   err = err < 0 ? -err : err;
   bool privilege = err == EPERM || err == EACCES;
-  return makeError(privilege ? Error::Code::kUnsupported : Error::Code::kIo,
-                   fmt::format("{}: {}{}", what, std::strerror(err),
-                               privilege ? " (needs CAP_BPF and CAP_NET_ADMIN, or root)" : ""));
+  return makeError(
+      privilege ? Error::Code::kUnsupported : Error::Code::kIo,
+      fmt::format("{}: {}{}", what, std::strerror(err),
+                  privilege ? " (needs CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN, or root)" : ""));
 }
 
 // The TC filter's handle and priority: fixed, so that a kturnd restarted after a crash replaces

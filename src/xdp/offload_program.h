@@ -2,8 +2,10 @@
 // attached to interfaces. It owns the programs, their maps and every attachment it made; its
 // destructor detaches them all, so that a kturnd that stops leaves no program relaying for it.
 //
-// Loading needs CAP_BPF (or root) and Linux 5.10 or later (bpf_redirect_neigh); the program
-// uses no BTF or CO-RE, only its own maps and packet data. Attaching needs CAP_NET_ADMIN.
+// Loading needs CAP_BPF and CAP_PERFMON (without the latter the verifier refuses the program's
+// packet access as it does an unprivileged loader's) and Linux 5.10 or later
+// (bpf_redirect_neigh); the program uses no BTF or CO-RE, only its own maps and packet data.
+// Loading a TC program and attaching need CAP_NET_ADMIN.
 // Neither happens per packet: the daemon loads once, attaches per config, and its workers reach
 // the maps through OffloadMaps.
 #pragma once

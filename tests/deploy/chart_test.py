@@ -121,6 +121,11 @@ def chart_file(name):
 DEFAULT = render_chart()
 FULL = render_chart([ALL_FEATURES])
 RENDERS = {"defaults": DEFAULT, "all features": FULL}
+# The eBPF fast path on (values dataplane.offload): a Dataplane that runs kturnd as root with
+# three capabilities more. Its own case: the restricted checks above do not hold for it.
+OFFLOAD_SETS = ["dataplane.offload.engine=TC", "dataplane.offload.interfaces={eth0}"]
+OFFLOAD = helm.objects(helm.template(CHART, RELEASE, NAMESPACE, sets=OFFLOAD_SETS))
+OFFLOAD_CAPABILITIES = {"BPF", "PERFMON", "NET_ADMIN"}
 VALUES = chart_file("values.yaml")
 with open(ALL_FEATURES, encoding="utf-8") as _f:
     ALL_FEATURES_VALUES = yaml.safe_load(_f)
@@ -785,6 +790,31 @@ class SecurityTest(unittest.TestCase):
                 sysctls = {s["name"]: s["value"] for s in spec["securityContext"]["sysctls"]}
                 self.assertEqual(sysctls, {"net.ipv4.ip_unprivileged_port_start": "0"})
 
+    def test_offload_dataplane_adds_only_what_the_kernel_wants(self):
+        """With the fast path on, kturnd is root (a non-root process gets no capabilities in
+        Kubernetes) with BPF, PERFMON and NET_ADMIN added and every other capability still
+        dropped; tests/interop/offload_capabilities_test.py runs kturnd with exactly the
+        capabilities this render grants and with each of the three taken away."""
+        spec = one(OFFLOAD, "Dataplane", "default")["spec"]
+        self.assertEqual(spec["offloadEngine"], "TC")
+        self.assertEqual(spec["offloadInterfaces"], ["eth0"])
+        pod, ctx = spec["securityContext"], spec["containerSecurityContext"]
+        self.assertEqual((pod["runAsUser"], pod["runAsNonRoot"]), (0, False))
+        self.assertEqual(pod["seccompProfile"], {"type": "RuntimeDefault"})
+        self.assertEqual(ctx["capabilities"]["drop"], ["ALL"])
+        self.assertEqual(set(ctx["capabilities"]["add"]),
+                         {"NET_BIND_SERVICE"} | OFFLOAD_CAPABILITIES)
+        self.assertIs(ctx["allowPrivilegeEscalation"], False)
+        self.assertIs(ctx["readOnlyRootFilesystem"], True)
+        self.assertFalse(ctx.get("privileged", False))
+        self.assertIs(spec["hostNetwork"], False)
+        # Only the Dataplane changes: the default render's other objects stay as they are.
+        self.assertEqual([o for o in OFFLOAD if o["kind"] != "Dataplane"],
+                         [o for o in DEFAULT if o["kind"] != "Dataplane"])
+        default = one(DEFAULT, "Dataplane", "default")["spec"]
+        self.assertNotIn("offloadEngine", default)
+        self.assertEqual(default["securityContext"]["runAsUser"], 65532)
+
     def test_restricted_namespace(self):
         ns = one(FULL, "Namespace", NAMESPACE)
         self.assertEqual(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
@@ -794,7 +824,7 @@ class SecurityTest(unittest.TestCase):
 class DataplaneTest(unittest.TestCase):
     def test_the_api_server_accepts_it(self):
         kubeconfig = os.path.join(os.environ["KTURN_CONTROL_PLANE"], "kubeconfig")
-        for case, objects in RENDERS.items():
+        for case, objects in dict(RENDERS, offload=OFFLOAD).items():
             with self.subTest(case=case):
                 r = subprocess.run([helm.KUBECTL, "--kubeconfig", kubeconfig, "apply",
                                     "--dry-run=server", "-f", "-"], capture_output=True,
@@ -805,7 +835,7 @@ class DataplaneTest(unittest.TestCase):
     def test_sets_only_fields_the_operator_reads(self):
         body = function_body("src/k8s/stunner_api.cc", r"Dataplane readDataplane\(")
         read_fields = set(re.findall(r'"([a-z][A-Za-z]*)"', body))
-        for case, objects in RENDERS.items():
+        for case, objects in dict(RENDERS, offload=OFFLOAD).items():
             spec = one(objects, "Dataplane", "default")["spec"]
             with self.subTest(case=case):
                 self.assertLessEqual(set(spec), read_fields)

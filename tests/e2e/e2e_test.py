@@ -4,8 +4,10 @@ platform team runs it and as a client on the internet reaches it: kturn's images
 Dockerfiles (scripts/build-images.sh), in pods that the kubelet runs under containerd and runc.
 
 Day 1:
-  1. `helm install` of deploy/helm/kturn, waiting until the operator and kturn-auth
-     Deployments are available (their pods run, their probes pass).
+  1. `helm install` of deploy/helm/kturn with the eBPF fast path on
+     (dataplane.offload.engine=TC, docs/offload.md#in-a-pod) and kturnd's metrics endpoint,
+     waiting until the operator and kturn-auth Deployments are available (their pods run,
+     their probes pass).
   2. The seed's manifests (tests/golden/seed000/input, less its hand-written EndpointSlice) and
      a media-server Deployment behind the Service the UDPRoute names: the UDP echo of coturn's
      turnutils_peer. The operator renders the Gateway; its kturnd Deployment becomes available
@@ -13,7 +15,8 @@ Day 1:
      address: the test says what the Gateway's status says of it.
   3. From the host, as a client would: a credential from kturn-auth's /ice (its Service, through
      kube-proxy); coturn's turnutils_uclient allocates on kturnd through the Gateway Service's
-     node port and relays to the media pod by its pod IP, every message echoed; a peer the
+     node port and relays to the media pod by its pod IP, every message echoed and relayed
+     in the kernel of the kturnd pod (its offload counters, both ways); a peer the
      routes do not name (the operator's pod) is refused with 403. Headless Chromium runs the
      demo page through a second Gateway's node port: two peer connections, relay only, echo
      every message over a data channel through the kturnd pod.
@@ -23,6 +26,11 @@ Day 1:
      kturnd pod's own token (read off the node, as a thief would) gets its Gateway's config
      and is 403 for the other Gateway's, and kturn-auth's for a Gateway it does not serve.
      Step 6 replays the stolen token after its pod is deleted: refused.
+  3c. The fast path's cost in the pod: kturn-bench from the host through the node port to the
+     media pod, with the program (TC on the pod's interfaces) and, the Dataplane patched to
+     offloadEngine None, in user space; each run after a direct baseline (the same clients
+     and media pod, no relay). Prints the marginal cost, the machine's busy time per relayed
+     packet minus the baseline's (bench/README.md); asserts only who relayed.
 
 Day 2, each step with a call in progress (a uclient call of two allocations to the media pod,
 started before the step and ended after it: its packets sent, echoed and lost are printed, and
@@ -263,6 +271,104 @@ def kturnd_status(pod_ip: str) -> dict:
         return json.loads(r.read())
 
 
+class RelayCounts:
+    """A kturnd pod's relayed packets each way (rx: client to peer, tx: peer to client) and the
+    kernel's part of them, from its metrics endpoint."""
+
+    def __init__(self, pod_ip: str):
+        from prometheus_client.parser import text_string_to_metric_families
+        with urllib.request.urlopen(f"http://{pod_ip}:8080/metrics", timeout=3) as r:
+            text = r.read().decode()
+        self.relayed = {"rx": 0.0, "tx": 0.0}
+        self.kernel = {"rx": 0.0, "tx": 0.0}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                d = sample.labels.get("direction")
+                if sample.name == "kturn_relayed_packets_total" and d in self.relayed:
+                    self.relayed[d] += sample.value
+                elif sample.name == "kturn_offload_relayed_packets_total" and d in self.kernel:
+                    self.kernel[d] += sample.value
+
+    def kernel_share(self, before: "RelayCounts", sent: int, least: float = 0.99) -> str:
+        """Checks that the pod relayed `sent` packets each way and its kernel at least `least`
+        of them (TC relays every one here; the margin is for a retransmitted first datagram)."""
+        out = []
+        for d, way in (("rx", "client to media"), ("tx", "media to client")):
+            relayed = self.relayed[d] - before.relayed[d]
+            kernel = self.kernel[d] - before.kernel[d]
+            h.check(relayed >= sent and kernel >= least * relayed,
+                    f"the kturnd pod relayed {relayed:.0f} packets {way} (sent {sent}), "
+                    f"{kernel:.0f} of them in the kernel")
+            out.append(f"{way} {kernel:.0f}/{relayed:.0f}")
+        return ", ".join(out)
+
+
+def host_cpu_seconds() -> float:
+    """Busy time of every CPU of the machine (/proc/stat, as bench/compare reads it)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq = (fields + [0] * 7)[:7]
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_run(args: argparse.Namespace, argv: List[str]) -> dict:
+    """One kturn-bench run: its JSON plus the machine's busy time per datagram exchanged."""
+    host0 = host_cpu_seconds()
+    out = subprocess.run([args.bench, "--json", "-q", *argv], capture_output=True, text=True,
+                         timeout=60)
+    host = host_cpu_seconds() - host0
+    h.check(out.returncode == 0, f"kturn-bench {' '.join(argv)}: {out.stderr.strip()[-500:]}")
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r["host_us_per_pkt"] = 1e6 * host / r["relayed_total"] if r["relayed_total"] else None
+    return r
+
+
+def offload_cost(c: Cluster, args: argparse.Namespace, turn: tuple, media: str,
+                 kturnd_ip: str, rounds: int = 3) -> None:
+    """3c: the marginal cost of the kturnd pod with the program and in user space."""
+    secret = base64.b64decode(
+        c.get("secret", "stunner-auth-secret", GW_NS)["data"]["secret"]).decode()
+    node_ip = c.env["NODE_IP"]
+    load = ["-n", "20", "-r", "5000", "-s", "200", "-d", "3", "--warmup", "0.5",
+            "--client-bind", node_ip, "--peer", f"{media}:{MEDIA_PORT}"]
+    relay = ["--server", f"{turn[0]}:{turn[1]}", "--auth", "rest", "--secret", secret]
+    results = {}
+    for engine in ("TC", "None"):
+        c.kubectl("patch", "dataplane", "default", "--type", "merge",
+                  "-p", json.dumps({"spec": {"offloadEngine": engine}}))
+        want = "TC on " if engine == "TC" else "None"
+        wait_for(f"the kturnd pod's offload {engine}", lambda: kturnd_status(kturnd_ip)[
+            "admin"].get("offload_status", {}).get("attached", "").startswith(want), 30)
+        marginal = []
+        for _ in range(rounds):
+            direct = bench_run(args, ["--direct", *load])
+            before = RelayCounts(kturnd_ip)
+            r = bench_run(args, [*relay, *load])
+            after = RelayCounts(kturnd_ip)
+            h.check(r["allocations"] == 20 and r["loss"] < 0.01,
+                    f"kturn-bench through the kturnd pod ({engine}): {r['allocations']} "
+                    f"allocations, loss {r['loss']}")
+            kernel = sum(after.kernel[d] - before.kernel[d] for d in ("rx", "tx"))
+            relayed = sum(after.relayed[d] - before.relayed[d] for d in ("rx", "tx"))
+            if engine == "TC":
+                h.check(kernel >= 0.99 * relayed, f"TC: the kernel relayed {kernel:.0f} of "
+                                                  f"{relayed:.0f}")
+            else:
+                h.check(kernel == 0 and relayed > 0, f"None: the kernel relayed {kernel:.0f}")
+            marginal.append(r["host_us_per_pkt"] - direct["host_us_per_pkt"])
+            results.setdefault("direct", []).append(direct["host_us_per_pkt"])
+        results[engine] = marginal
+    median = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+    tc, user = median(results["TC"]), median(results["None"])
+    print(f"kturnd pod, 20 allocations x 200 B at 5,000 pps from the host, {rounds} rounds, "
+          f"medians: direct baseline {median(results['direct']):.2f} host-CPU us per packet; "
+          f"marginal cost with TC {tc:.2f} us per relayed packet, in user space {user:.2f} "
+          f"(TC/user space {tc / user:.2f}x; the whole node is busy besides, read the order, "
+          f"not the digits)")
+    c.kubectl("patch", "dataplane", "default", "--type", "merge",
+              "-p", json.dumps({"spec": {"offloadEngine": "TC"}}))
+
+
 def kturnd_pods(c: Cluster) -> List[dict]:
     return c.get("pods", ns=GW_NS,
                  selector=f"stunner.l7mp.io/related-gateway-name={GW_NAME}")["items"]
@@ -315,7 +421,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
 
     # 1. The chart.
     c.helm("install", RELEASE, CHART, "-n", SYSTEM_NS, "--create-namespace", "--wait",
-           "--timeout", "5m")
+           "--timeout", "5m", "--set", "dataplane.offload.engine=TC",
+           "--set", "dataplane.enableMetricsEndpoint=true")
     for name in (f"{RELEASE}-operator", f"{RELEASE}-auth"):
         h.check(deployment_available(c, name, SYSTEM_NS), f"{name} is not available")
     timings["helm install"] = time.monotonic() - t0
@@ -347,7 +454,15 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     turn = (node_ip, node_port)
     wait_reachable(turn, f"Gateway {GW_NS}/{GW_NAME}")
     cred = ice_credential(c)
+    (kturnd_ip,) = pod_ips(c, GW_NS, f"stunner.l7mp.io/related-gateway-name={GW_NAME}")
+    offload = kturnd_status(kturnd_ip)["admin"].get("offload_status", {})
+    print(f"kturnd pod {kturnd_ip}: offload {offload}")
+    h.check(offload.get("attached", "").startswith("TC on ") and not offload.get("problems"),
+            f"the kturnd pod's fast path: {offload}")
+    before = RelayCounts(kturnd_ip)
     Call(workdir, turn, cred, media[0], "day1").finish()
+    print(f"call day1: the kturnd pod's kernel relayed "
+          f"{RelayCounts(kturnd_ip).kernel_share(before, 2 * MESSAGES)}")
     timings["first call"] = time.monotonic() - t0
     refused = permission(turn, cred, operator[0])
     print(f"CreatePermission to the operator pod {operator[0]}: {refused}")
@@ -358,6 +473,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     print("--- 3b. config discovery under attack")
     cds_attacks(c)
     timings["cds attacks"] = time.monotonic() - t0
+    print("--- 3c. the fast path's cost in the pod")
+    offload_cost(c, args, turn, media[0], kturnd_ip)
+    timings["offload cost"] = time.monotonic() - t0
 
     steps = [("rotate the auth Secret", rotate_secret), ("scale the media server", scale_media),
              ("roll kturnd to a new tag", roll_kturnd), ("delete the operator pod", kill_operator),
@@ -714,6 +832,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cluster", required=True, help="cluster.py's --dir")
     ap.add_argument("--server", default="kturnd")
+    ap.add_argument("--bench", default=os.path.join(REPO, "build", "bench", "kturn-bench"),
+                    help="kturn-bench, for step 3c")
     ap.add_argument("--keep-logs", action="store_true")
     ap.set_defaults(passed=False)
     h.run_test("e2e", body, ap, overall_timeout=900)

@@ -45,4 +45,5 @@ trap down EXIT
 trap 'exit 130' INT TERM
 step "cluster up" python3 tests/e2e/cluster.py up --dir "$cluster" --tools "$build/test-tools" \
   --images "$build/images" --owner $$
-step "e2e test" /usr/bin/python3 tests/e2e/e2e_test.py --cluster "$cluster"
+step "e2e test" /usr/bin/python3 tests/e2e/e2e_test.py --cluster "$cluster" \
+  --bench "$build/bench/kturn-bench"

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from typing import Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -41,6 +42,7 @@ PORT, PEER_PORT = 3478, 3480
 MIN_KERNEL_SHARE = 0.99
 UCLIENT_CLIENTS, UCLIENT_MESSAGES, SIZE = 10, 1000, 200
 BENCH_CLIENTS, BENCH_RATE, BENCH_SECONDS = 10, 5000, 2.0
+FALLBACK = "relaying in user space"  # what kturnd logs when the kernel path is not there
 
 
 class Layout:
@@ -110,8 +112,10 @@ def check_kernel_share(name: str, before: Counts, after: Counts, sent: int) -> s
     return ", ".join(shares)
 
 
-def run_uclient(layout: Layout, workdir: str) -> str:
-    proc = h.Proc("turnutils_uclient", [
+def uclient_call(layout: Layout, workdir: str, tag: str = "") -> "tuple[Counts, Counts, int]":
+    """turnutils_uclient's call, every message echoed: kturnd's counts before and after, and
+    the messages sent."""
+    proc = h.Proc(f"turnutils_uclient{tag}", [
         "ip", "netns", "exec", layout.client_ns, "turnutils_uclient",
         "-p", str(PORT), "-e", layout.peer_ip, "-r", str(PEER_PORT), "-L", layout.client_ip,
         "-m", str(UCLIENT_CLIENTS), "-n", str(UCLIENT_MESSAGES), "-l", str(SIZE), "-z", "2",
@@ -126,7 +130,11 @@ def run_uclient(layout: Layout, workdir: str) -> str:
     h.check(rc == 0, f"turnutils_uclient exited with {rc}")
     h.check(summary["sent"] == sent and summary["recv"] == sent and summary["lost"] == 0,
             f"turnutils_uclient: {summary}")
-    return check_kernel_share("turnutils_uclient", before, after, sent)
+    return before, after, sent
+
+
+def run_uclient(layout: Layout, workdir: str) -> str:
+    return check_kernel_share("turnutils_uclient", *uclient_call(layout, workdir))
 
 
 def run_bench(layout: Layout, bench: str, workdir: str) -> str:
@@ -151,6 +159,48 @@ def run_bench(layout: Layout, bench: str, workdir: str) -> str:
     return check_kernel_share("kturn-bench", before, after, result["sent_total"])
 
 
+def start_kturnd(layout: Layout, engine: str, binary: str, workdir: str,
+                 prefix: Sequence[str] = (), tag: str = "") -> h.Proc:
+    """kturnd in the server namespace (under `prefix`, e.g. setpriv) with `offload_engine` on
+    the layout's interfaces, once it answers STUN and has said where it relays: attached, or
+    the fallback to user space (which the caller checks)."""
+    config = {
+        "version": "v1",
+        "admin": {"name": "offload-clients", "loglevel": "all:INFO",
+                  "healthcheck_endpoint": f"http://{layout.listener_ip}:9086",
+                  "metrics_endpoint": layout.metrics_url(), "offload_engine": engine,
+                  "offload_interfaces": layout.interfaces},
+        "auth": {"type": "static", "realm": h.REALM,
+                 "credentials": {"username": h.STATIC_USER, "password": h.STATIC_PASS}},
+        "listeners": [{"name": "udp", "protocol": "TURN-UDP", "address": layout.listener_ip,
+                       "port": PORT, "min_relay_port": 20000, "max_relay_port": 20999,
+                       "routes": ["media"]}],
+        "clusters": [{"name": "media", "type": "STATIC", "endpoints": [f"{layout.peer_ip}/32"]}],
+    }
+    config_path = os.path.join(workdir, f"config{tag}.yaml")
+    with open(config_path, "w") as f:
+        f.write(h.to_yaml(config) + "\n")
+    h.register_log(config_path)
+    kturnd = h.Proc(f"kturnd{tag}", ["ip", "netns", "exec", layout.server_ns, *prefix,
+                                     os.path.abspath(binary), "-c", f"file://{config_path}"],
+                    workdir)
+    h.register_log(kturnd.log_path)
+    kturnd.start()
+    h.register_cleanup(kturnd.stop)
+    with h.in_netns(layout.client_ns):
+        deadline = time.monotonic() + 10
+        while h.stun_binding_probe((layout.listener_ip, PORT), timeout=0.2) is None:
+            h.check(time.monotonic() < deadline and kturnd.running(),
+                    "kturnd did not answer a STUN Binding request within 10 s")
+    attached = f"offload: {engine} on {', '.join(layout.interfaces)}"
+    deadline = time.monotonic() + 10
+    while attached not in kturnd.output() and FALLBACK not in kturnd.output():
+        h.check(time.monotonic() < deadline and kturnd.running(),
+                f"kturnd did not log '{attached}':\n{kturnd.output()[-2000:]}")
+        time.sleep(0.1)
+    return kturnd
+
+
 def body(args: argparse.Namespace, workdir: str) -> None:
     layout = Layout(args.path)
     if args.engine == "XDP":
@@ -161,42 +211,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         for ns, dev in ((layout.client_ns, "c0"), (layout.peer_ns, "p0")):
             layout.namespaces.ethtool(ns, dev, "gro", "on")
             layout.namespaces.ethtool(ns, dev, "tx", "off")
-    peer, _ = h.start_udp_echo_peer(workdir, host=layout.peer_ip, port=PEER_PORT,
-                                    netns=layout.peer_ns)
-    config = {
-        "version": "v1",
-        "admin": {"name": "offload-clients", "loglevel": "all:INFO",
-                  "healthcheck_endpoint": f"http://{layout.listener_ip}:9086",
-                  "metrics_endpoint": layout.metrics_url(), "offload_engine": args.engine,
-                  "offload_interfaces": layout.interfaces},
-        "auth": {"type": "static", "realm": h.REALM,
-                 "credentials": {"username": h.STATIC_USER, "password": h.STATIC_PASS}},
-        "listeners": [{"name": "udp", "protocol": "TURN-UDP", "address": layout.listener_ip,
-                       "port": PORT, "min_relay_port": 20000, "max_relay_port": 20999,
-                       "routes": ["media"]}],
-        "clusters": [{"name": "media", "type": "STATIC", "endpoints": [f"{layout.peer_ip}/32"]}],
-    }
-    config_path = os.path.join(workdir, "config.yaml")
-    with open(config_path, "w") as f:
-        f.write(h.to_yaml(config) + "\n")
-    h.register_log(config_path)
-    kturnd = h.Proc("kturnd", ["ip", "netns", "exec", layout.server_ns,
-                               os.path.abspath(args.kturnd), "-c", f"file://{config_path}"],
-                    workdir)
-    h.register_log(kturnd.log_path)
-    kturnd.start()
-    with h.in_netns(layout.client_ns):
-        deadline = time.monotonic() + 10
-        while h.stun_binding_probe((layout.listener_ip, PORT), timeout=0.2) is None:
-            h.check(time.monotonic() < deadline and kturnd.running(),
-                    "kturnd did not answer a STUN Binding request within 10 s")
-    attached = f"offload: {args.engine} on {', '.join(layout.interfaces)}"
-    deadline = time.monotonic() + 10
-    while attached not in kturnd.output():
-        h.check(time.monotonic() < deadline and kturnd.running(),
-                f"kturnd did not log '{attached}':\n{kturnd.output()[-2000:]}")
-        time.sleep(0.1)
-
+    h.start_udp_echo_peer(workdir, host=layout.peer_ip, port=PEER_PORT, netns=layout.peer_ns)
+    kturnd = start_kturnd(layout, args.engine, args.kturnd, workdir)
+    h.check(FALLBACK not in kturnd.output(), f"kturnd fell back: {kturnd.output()[-2000:]}")
     print(f"{args.path}, {args.engine}: turnutils_uclient {UCLIENT_CLIENTS} x "
           f"{UCLIENT_MESSAGES} x {SIZE} B: the kernel relayed {run_uclient(layout, workdir)}")
     print(f"{args.path}, {args.engine}: kturn-bench {BENCH_CLIENTS} allocations, "

@@ -9,6 +9,7 @@
 // clusters, and a backend in another namespace needs a ReferenceGrant (RenderOptions).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -32,5 +33,8 @@ struct ClusterRender {
 
 ClusterRender renderCluster(const k8s::Route& route, const ClusterSnapshot& snapshot,
                             const RenderOptions& options);
+
+// The cluster of the route at a position in ClusterSnapshot::routes(), rendered once and kept.
+using ClusterOf = std::function<const ClusterRender&(size_t route)>;
 
 }  // namespace kturn::op

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "operator/well_known.h"
+
 namespace kturn::op {
 namespace {
 
@@ -107,7 +109,14 @@ ClusterSnapshot ClusterSnapshot::fromObjects(std::vector<k8s::Object> objects) {
 // every route again for masking).
 void ClusterSnapshot::buildIndexes() {
   for (size_t i = 0; i < gateways_.size(); ++i) gatewayIndex_.emplace(gateways_[i].meta.key(), i);
-  for (size_t i = 0; i < services_.size(); ++i) serviceIndex_.emplace(services_[i].meta.key(), i);
+  for (size_t i = 0; i < services_.size(); ++i) {
+    const k8s::Service& svc = services_[i];
+    serviceIndex_.emplace(svc.meta.key(), i);
+    auto related = svc.meta.annotations.find(std::string(kRelatedGatewayName));
+    if (related != svc.meta.annotations.end()) {
+      servicesByRelatedGateway_[related->second].push_back(i);
+    }
+  }
   for (size_t i = 0; i < endpointSlices_.size(); ++i) {
     const k8s::EndpointSlice& es = endpointSlices_[i];
     slicesByService_[{es.meta.ns, es.serviceName}].push_back(i);
@@ -115,6 +124,7 @@ void ClusterSnapshot::buildIndexes() {
   for (size_t i = 0; i < routes_.size(); ++i) {
     const k8s::Route& r = routes_[i];
     if (r.routeKind == k8s::RouteKind::kStunnerUdp) stunnerUdpRoutes_.insert(r.meta.key());
+    routeIndex_.emplace(std::pair{r.routeKind, r.meta.key()}, i);
     for (const k8s::ParentReference& p : r.parentRefs) {
       std::vector<size_t>& of = routesByParent_[{p.ns.value_or(r.meta.ns), p.name}];
       if (of.empty() || of.back() != i) of.push_back(i);
@@ -122,43 +132,88 @@ void ClusterSnapshot::buildIndexes() {
   }
 }
 
+const std::vector<k8s::Gateway>& ClusterSnapshot::gateways() const {
+  recordRead(ReadKind::kAllGateways, {});
+  return gateways_;
+}
+
+const std::vector<k8s::Route>& ClusterSnapshot::routes() const {
+  recordRead(ReadKind::kAllRoutes, {});
+  return routes_;
+}
+
+const std::vector<k8s::Node>& ClusterSnapshot::nodes() const {
+  recordRead(ReadKind::kNodes, {});
+  return nodes_;
+}
+
+const std::vector<k8s::Service>& ClusterSnapshot::services() const {
+  recordRead(ReadKind::kAllServices, {});
+  return services_;
+}
+
+std::optional<size_t> ClusterSnapshot::findRoute(k8s::RouteKind kind,
+                                                 const k8s::ObjectKey& key) const {
+  auto it = routeIndex_.find({kind, key});
+  if (it == routeIndex_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<const k8s::Service*> ClusterSnapshot::servicesRelatedTo(
+    const k8s::ObjectKey& gateway) const {
+  recordRead(ReadKind::kServicesRelatedTo, gateway);
+  std::vector<const k8s::Service*> out;
+  auto it = servicesByRelatedGateway_.find(gateway.str());
+  if (it == servicesByRelatedGateway_.end()) return out;
+  for (const size_t i : it->second) out.push_back(&services_[i]);
+  return out;
+}
+
 const std::vector<size_t>& ClusterSnapshot::routesNaming(const k8s::ObjectKey& gateway) const {
   static const std::vector<size_t> kNone;
+  recordRead(ReadKind::kRoutesNaming, gateway);
   auto it = routesByParent_.find(gateway);
   return it == routesByParent_.end() ? kNone : it->second;
 }
 
 const k8s::Gateway* ClusterSnapshot::findGateway(const k8s::ObjectKey& key) const {
+  recordRead(ReadKind::kGateway, key);
   auto it = gatewayIndex_.find(key);
   return it == gatewayIndex_.end() ? nullptr : &gateways_[it->second];
 }
 
 const k8s::GatewayConfig* ClusterSnapshot::findGatewayConfig(const k8s::ObjectKey& key) const {
+  recordRead(ReadKind::kGatewayConfig, key);
   auto it = gatewayConfigs_.find(key);
   return it == gatewayConfigs_.end() ? nullptr : &it->second;
 }
 
 const k8s::Dataplane* ClusterSnapshot::findDataplane(const std::string& name) const {
+  recordRead(ReadKind::kDataplane, {"", name});
   auto it = dataplanes_.find(name);
   return it == dataplanes_.end() ? nullptr : &it->second;
 }
 
 const k8s::StaticService* ClusterSnapshot::findStaticService(const k8s::ObjectKey& key) const {
+  recordRead(ReadKind::kStaticService, key);
   auto it = staticServices_.find(key);
   return it == staticServices_.end() ? nullptr : &it->second;
 }
 
 const k8s::Service* ClusterSnapshot::findService(const k8s::ObjectKey& key) const {
+  recordRead(ReadKind::kService, key);
   auto it = serviceIndex_.find(key);
   return it == serviceIndex_.end() ? nullptr : &services_[it->second];
 }
 
 const k8s::Secret* ClusterSnapshot::findSecret(const k8s::ObjectKey& key) const {
+  recordRead(ReadKind::kSecret, key);
   auto it = secrets_.find(key);
   return it == secrets_.end() ? nullptr : &it->second;
 }
 
 std::optional<k8s::StringMap> ClusterSnapshot::namespaceLabels(const std::string& name) const {
+  recordRead(ReadKind::kNamespace, {"", name});
   auto it = namespaces_.find(name);
   if (it == namespaces_.end()) return std::nullopt;
   return it->second;
@@ -167,6 +222,7 @@ std::optional<k8s::StringMap> ClusterSnapshot::namespaceLabels(const std::string
 std::vector<const k8s::EndpointSlice*> ClusterSnapshot::endpointSlicesOf(
     const k8s::ObjectKey& service) const {
   std::vector<const k8s::EndpointSlice*> out;
+  recordRead(ReadKind::kEndpointSlicesOf, service);
   auto it = slicesByService_.find(service);
   if (it == slicesByService_.end()) return out;
   for (const size_t i : it->second) out.push_back(&endpointSlices_[i]);
@@ -176,6 +232,7 @@ std::vector<const k8s::EndpointSlice*> ClusterSnapshot::endpointSlicesOf(
 std::vector<const k8s::ReferenceGrant*> ClusterSnapshot::referenceGrantsIn(
     const std::string& ns) const {
   std::vector<const k8s::ReferenceGrant*> out;
+  recordRead(ReadKind::kReferenceGrantsIn, {ns, ""});
   for (const k8s::ReferenceGrant& rg : referenceGrants_) {
     if (rg.meta.ns == ns) out.push_back(&rg);
   }
@@ -184,6 +241,7 @@ std::vector<const k8s::ReferenceGrant*> ClusterSnapshot::referenceGrantsIn(
 
 bool ClusterSnapshot::isMasked(const k8s::Route& route) const {
   if (route.routeKind != k8s::RouteKind::kGatewayUdp) return false;
+  recordRead(ReadKind::kStunnerUdpRoute, route.meta.key());
   return stunnerUdpRoutes_.contains(route.meta.key());
 }
 

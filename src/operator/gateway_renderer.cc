@@ -62,7 +62,7 @@ std::vector<std::string> attachedRoutes(const k8s::Gateway& gw, const k8s::Gatew
                                         const ClusterSnapshot& snapshot) {
   std::vector<std::string> names;
   for (const size_t i : snapshot.routesNaming(gw.meta.key())) {
-    const k8s::Route& route = snapshot.routes()[i];
+    const k8s::Route& route = snapshot.route(i);
     if (snapshot.isMasked(route) || !route.problems.empty()) continue;
     for (const k8s::ParentReference& p : route.parentRefs) {
       if (rejectReason(route, p, gw, l, snapshot).empty()) {
@@ -85,11 +85,13 @@ std::vector<std::string> gatewayProblems(const k8s::Gateway& gw) {
 
 std::vector<config::Cluster> gatewayClusters(const k8s::Gateway& gw,
                                              const ClusterSnapshot& snapshot,
-                                             const std::vector<ClusterRender>& clusters) {
+                                             const ClusterOf& clusterOf) {
   std::vector<config::Cluster> out;
   for (const size_t i : snapshot.routesNaming(gw.meta.key())) {
-    const k8s::Route& route = snapshot.routes()[i];
-    if (snapshot.isMasked(route) || !route.problems.empty() || !clusters[i].cluster) continue;
+    const k8s::Route& route = snapshot.route(i);
+    if (snapshot.isMasked(route) || !route.problems.empty()) continue;
+    const ClusterRender& cluster = clusterOf(i);
+    if (!cluster.cluster) continue;
     const bool accepted =
         std::any_of(route.parentRefs.begin(), route.parentRefs.end(), [&](const auto& p) {
           const k8s::Gateway* parent = parentGateway(route, p, snapshot);
@@ -97,10 +99,10 @@ std::vector<config::Cluster> gatewayClusters(const k8s::Gateway& gw,
         });
     if (!accepted) continue;
     const bool taken = std::any_of(out.begin(), out.end(), [&](const config::Cluster& c) {
-      return c.name == clusters[i].cluster->name;
+      return c.name == cluster.cluster->name;
     });
     // A TCPRoute named like a UDPRoute: the UDPRoute (rendered first) keeps the cluster name.
-    if (!taken) out.push_back(*clusters[i].cluster);
+    if (!taken) out.push_back(*cluster.cluster);
   }
   return out;
 }
@@ -130,8 +132,7 @@ GatewayRender rejectGateway(const k8s::Gateway& gw, std::string_view reason,
 }
 
 GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
-                            const ClusterSnapshot& snapshot,
-                            const std::vector<ClusterRender>& clusters,
+                            const ClusterSnapshot& snapshot, const ClusterOf& clusterOf,
                             const RenderOptions& options) {
   if (auto problems = gatewayProblems(gw); !problems.empty()) {
     const std::string_view why = problems[0].starts_with("spec.addresses")
@@ -208,7 +209,7 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
     listenerStatuses.push_back(
         listenerStatus(l.spec->name, static_cast<int>(routes.size()), l.conditions, options));
   }
-  conf.clusters = gatewayClusters(gw, snapshot, clusters);
+  conf.clusters = gatewayClusters(gw, snapshot, clusterOf);
 
   Conditions conditions;
   conditions.set(condition(cond::kAccepted, ConditionStatus::kTrue, reason::kAccepted,

@@ -28,10 +28,10 @@ struct GatewayRender {
   k8s::Json status;
 };
 
-// `clusters[i]` is the cluster of snapshot.routes()[i].
+// `clusterOf(i)` is the cluster of snapshot.route(i), asked only for the routes naming the
+// Gateway.
 GatewayRender renderGateway(const k8s::Gateway& gateway, const ClassContext& context,
-                            const ClusterSnapshot& snapshot,
-                            const std::vector<ClusterRender>& clusters,
+                            const ClusterSnapshot& snapshot, const ClusterOf& clusterOf,
                             const RenderOptions& options);
 
 // The status of a Gateway that cannot be rendered (its class or GatewayConfig is broken):

@@ -56,11 +56,9 @@ std::optional<k8s::Service> publicService(const k8s::Gateway& gateway,
                                           const ClusterSnapshot& snapshot,
                                           const std::optional<k8s::Object>& rendered) {
   const k8s::Service* best = nullptr;
-  for (const k8s::Service& svc : snapshot.services()) {
-    auto it = svc.meta.annotations.find(std::string(kRelatedGatewayName));
-    if (it == svc.meta.annotations.end() || it->second != gateway.meta.key().str()) continue;
-    if (!ownedBy(svc, gateway)) continue;
-    if (best == nullptr || typeRank(svc.type) > typeRank(best->type)) best = &svc;
+  for (const k8s::Service* svc : snapshot.servicesRelatedTo(gateway.meta.key())) {
+    if (!ownedBy(*svc, gateway)) continue;
+    if (best == nullptr || typeRank(svc->type) > typeRank(best->type)) best = svc;
   }
   if (best != nullptr) return *best;
   if (rendered) return k8s::readService(*rendered);

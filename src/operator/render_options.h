@@ -28,6 +28,8 @@ struct RenderOptions {
     bool enabled = false;
     std::string audience = "kturn-cds";
     std::string caPem{};  // the CDS server's CA (PEM); empty: plain HTTP
+
+    friend bool operator==(const CdsClientAuth&, const CdsClientAuth&) = default;
   } cdsAuth{};
   // kturn: each Gateway's pods get a NetworkPolicy (network_policy_renderer.h): TURN and relay
   // ports open to all, the admin and metrics ports (8086, 8080) only to this namespace.
@@ -54,6 +56,8 @@ struct RenderOptions {
       "app.kubernetes.io/managed-by",     "argocd.argoproj.io/instance",
       "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace",
   };
+
+  friend bool operator==(const RenderOptions&, const RenderOptions&) = default;
 };
 
 }  // namespace kturn::op

@@ -19,11 +19,22 @@
 #pragma once
 
 #include "operator/cluster_snapshot.h"
+#include "operator/gateway_class_renderer.h"
+#include "operator/gateway_renderer.h"
 #include "operator/render_options.h"
 #include "operator/render_result.h"
 
 namespace kturn::op {
 
+// The whole render, from scratch. IncrementalRenderer (incremental_renderer.h) gives the same
+// result re-rendering only what a change reaches; this one is the check it is tested against.
 RenderResult render(const ClusterSnapshot& snapshot, const RenderOptions& options = {});
+
+// A Gateway of a class of this controller: rendered when the class is accepted, else rejected
+// naming the class's problem.
+GatewayRender renderClassGateway(const k8s::Gateway& gateway,
+                                 const GatewayClassRender& gatewayClass,
+                                 const ClusterSnapshot& snapshot, const ClusterOf& clusterOf,
+                                 const RenderOptions& options);
 
 }  // namespace kturn::op

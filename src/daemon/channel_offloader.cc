@@ -5,20 +5,12 @@
 #include <chrono>
 #include <cstring>
 
+#include "xdp/mapped_address.h"
+
 namespace kturn::daemon {
 namespace {
 
-// The ABI's 16-byte form: IPv6 as is, IPv4 as ::ffff:a.b.c.d.
-void putAddress(uint8_t (&out)[16], const IpAddress& ip) {
-  std::memset(out, 0, sizeof(out));
-  const auto bytes = ip.bytes();
-  if (ip.isV4()) {
-    out[10] = out[11] = 0xff;
-    std::memcpy(out + 12, bytes.data(), 4);
-  } else {
-    std::memcpy(out, bytes.data(), 16);
-  }
-}
+using xdp::putMappedAddress;
 
 // steady_clock is CLOCK_MONOTONIC on Linux, the clock bpf_ktime_get_ns() reads.
 uint64_t monotonicNs(turn::MonoTime t) {
@@ -70,14 +62,14 @@ bool ChannelOffloader::offer(const turn::Allocation& a, const turn::ChannelBindi
     e.listener = a.listener;
   }
   kturn_channel_key& ck = e.to_peer_key;
-  putAddress(ck.client_addr, a.five_tuple.client.ip);
-  putAddress(ck.server_addr, a.five_tuple.server.ip);
+  putMappedAddress(ck.client_addr, a.five_tuple.client.ip);
+  putMappedAddress(ck.server_addr, a.five_tuple.server.ip);
   ck.client_port = htons(a.five_tuple.client.port);
   ck.server_port = htons(a.five_tuple.server.port);
   ck.channel = htons(channel.number);
   kturn_channel_value cv{};
-  putAddress(cv.relay_addr, relayed.ip);
-  putAddress(cv.peer_addr, channel.peer.ip);
+  putMappedAddress(cv.relay_addr, relayed.ip);
+  putMappedAddress(cv.peer_addr, channel.peer.ip);
   cv.relay_port = htons(relayed.port);
   cv.peer_port = htons(channel.peer.port);
   cv.counter = e.slot;
@@ -85,13 +77,13 @@ bool ChannelOffloader::offer(const turn::Allocation& a, const turn::ChannelBindi
   e.expires_ns = cv.expires_ns;
 
   kturn_peer_key& pk = e.to_client_key;
-  putAddress(pk.peer_addr, channel.peer.ip);
-  putAddress(pk.relay_addr, relayed.ip);
+  putMappedAddress(pk.peer_addr, channel.peer.ip);
+  putMappedAddress(pk.relay_addr, relayed.ip);
   pk.peer_port = htons(channel.peer.port);
   pk.relay_port = htons(relayed.port);
   kturn_peer_value pv{};
-  putAddress(pv.client_addr, a.five_tuple.client.ip);
-  putAddress(pv.server_addr, a.five_tuple.server.ip);
+  putMappedAddress(pv.client_addr, a.five_tuple.client.ip);
+  putMappedAddress(pv.server_addr, a.five_tuple.server.ip);
   pv.client_port = htons(a.five_tuple.client.port);
   pv.server_port = htons(a.five_tuple.server.port);
   pv.channel = htons(channel.number);

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,11 +31,23 @@ class ConfigPublisher {
     int rejected = 0;
     std::vector<std::string> problems{};
   };
-  // `now_unix`: the wall clock, for the expiry of a replaced secret.
+  // The whole desired state: Gateways not in `gateways` lose their config. `now_unix`: the wall
+  // clock, for the expiry of a replaced secret.
   Outcome publish(const std::vector<GatewayOutput>& gateways, int64_t now_unix);
+  // Part of it (IncrementalRenderer's delta): these Gateways' configs as now rendered (one not
+  // accepted loses its config), and the removed Gateways' configs gone. A config equal to the
+  // one served reaches no watcher (CdsServer::upsert).
+  Outcome publishChanges(const std::vector<GatewayOutput>& changed,
+                         const std::vector<k8s::ObjectKey>& removed, int64_t now_unix);
 
  private:
+  // The config to serve for `gw`: the rendered one, validated, carrying a replaced secret; or
+  // nullopt when it fails validation (counted and reported in `outcome`).
+  std::optional<config::StunnerConfig> candidate(const GatewayOutput& gw, int64_t now_unix,
+                                                 Outcome& outcome);
+
   cds::CdsServer& server_;
+  std::set<std::string> open_;  // the ids served without a token, as last set
 };
 
 }  // namespace kturn::op

@@ -5,7 +5,6 @@
 #include "common/log.h"
 #include "operator/clock.h"
 #include "operator/cluster_snapshot.h"
-#include "operator/renderer.h"
 
 namespace kturn::op {
 
@@ -74,24 +73,32 @@ void Controller::markDirty() {
 
 void Controller::run() {
   std::chrono::milliseconds wait = options_.resync;
+  std::chrono::steady_clock::time_point lastRender{};  // long ago
   for (;;) {
+    bool changed;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, wait, [this] { return stopping_ || dirty_; });
+      changed = wake_.wait_for(lock, wait, [this] { return stopping_ || dirty_; });
       if (stopping_) return;
-      // Debounce: let the rest of a burst of changes arrive before rendering once.
-      if (wake_.wait_for(lock, options_.debounce, [this] { return stopping_; })) return;
+      // Debounce: no sooner than one window after the last render, so the rest of a burst of
+      // changes folds into one render.
+      if (wake_.wait_until(lock, lastRender + options_.debounce, [this] { return stopping_; })) {
+        return;
+      }
       dirty_ = false;
     }
     if (!cluster_.synced()) {  // the first lists are not all in; their arrival marks us dirty
       wait = options_.resync;
       continue;
     }
-    wait = reconcile() ? options_.resync : options_.retry;
+    lastRender = std::chrono::steady_clock::now();
+    // Woken by the timer, not a change: the resync (or the retry of failed writes) renders and
+    // applies everything.
+    wait = reconcile(!changed) ? options_.resync : options_.retry;
   }
 }
 
-bool Controller::reconcile() {
+bool Controller::reconcile(bool full) {
   bool leading;
   bool gained;
   {
@@ -102,39 +109,50 @@ bool Controller::reconcile() {
   }
   RenderOptions renderOptions = options_.render;
   renderOptions.transitionTime = utcNowRfc3339();
-  const ClusterSnapshot snapshot = ClusterSnapshot::fromObjects(cluster_.snapshot());
-  const RenderResult result = render(snapshot, renderOptions);
-  for (const std::string& problem : result.problems) logger()->warn("render: {}", problem);
-
+  const RenderDelta delta = renderer_.update(ClusterSnapshot::fromObjects(cluster_.snapshot()),
+                                             renderOptions, full || fullNext_ || gained);
   const int64_t nowUnix = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
-  const ConfigPublisher::Outcome published = publisher_.publish(result.gateways, nowUnix);
-  for (const std::string& problem : published.problems) logger()->error("{}", problem);
-
-  bool ok = true;
+  ConfigPublisher::Outcome published;
   OwnedObjectApplier::Outcome applied;
   StatusWriter::Outcome statuses;
-  if (leading) {
-    if (gained) applier_.forget();
-    applied = applier_.apply(result.gateways);
-    statuses = statusWriter_.write(result.statuses);
-    ok = applied.failed == 0 && statuses.failed == 0;
+  if (delta.full) {
+    const RenderResult result = renderer_.result();
+    for (const std::string& problem : result.problems) logger()->warn("render: {}", problem);
+    published = publisher_.publish(result.gateways, nowUnix);
+    if (leading) {
+      if (gained) applier_.forget();
+      applied = applier_.apply(result.gateways);
+      statuses = statusWriter_.write(result.statuses);
+    }
+  } else {
+    published = publisher_.publishChanges(delta.gateways, delta.removed, nowUnix);
+    if (leading) {
+      applied = applier_.applyChanges(delta.gateways, delta.removed);
+      statuses = statusWriter_.write(delta.statuses);
+    }
   }
+  for (const std::string& problem : published.problems) logger()->error("{}", problem);
+  const bool ok = applied.failed == 0 && statuses.failed == 0;
+  fullNext_ = !ok;
   logger()->debug(
-      "reconciled: {} gateways, {} configs served ({} rejected); {} objects applied, {} deleted, "
-      "{} failed; {} statuses written, {} failed{}",
-      result.gateways.size(), published.served, published.rejected, applied.applied,
+      "reconciled ({}: {} gateways, {} route statuses rendered): {} gateways, {} configs served "
+      "({} rejected); {} objects applied, {} deleted, {} failed; {} statuses written, {} "
+      "failed{}",
+      delta.full ? "full" : "incremental", delta.gatewaysRendered, delta.routesRendered,
+      renderer_.gatewayCount(), published.served, published.rejected, applied.applied,
       applied.deleted, applied.failed, statuses.written, statuses.failed,
       leading ? "" : " (not the leader: no writes)");
   std::lock_guard lock(mutex_);
   ++stats_.reconciles;
+  stats_.fullRenders += delta.full;
   stats_.applied += applied.applied;
   stats_.deleted += applied.deleted;
   stats_.statusesWritten += statuses.written;
   stats_.writesFailed += applied.failed + statuses.failed;
   stats_.configsRejected += published.rejected;
-  stats_.gateways = result.gateways.size();
+  stats_.gateways = renderer_.gatewayCount();
   stats_.configsServed = published.served;
   return ok;
 }

@@ -4,9 +4,14 @@
 //       snapshot of every cache → render() → CDS (every replica) → owned objects and statuses
 //       (the leader only)
 //
-// One reconcile thread; changes arriving during the debounce window (a burst of EndpointSlice
-// updates, our own status writes coming back as watch events) fold into one render. Writes that
-// fail are retried after a delay; nothing is written before every kind has been listed once.
+// One reconcile thread, at most one render per debounce window: a change after a quiet spell
+// renders at once, changes arriving within the window after a render (the rest of a burst of
+// EndpointSlice updates, our own status writes coming back as watch events) fold into one render
+// at its end. Each render is incremental (IncrementalRenderer): only the Gateways and route
+// statuses a change reaches, and only their configs, objects and statuses go to the appliers.
+// The first render, the periodic resync, a leadership gain and the reconcile after a failed
+// write render and apply everything. Writes that fail are retried after a delay; nothing is
+// written before every kind has been listed once.
 #pragma once
 
 #include <atomic>
@@ -20,6 +25,7 @@
 #include "cds/cds_server.h"
 #include "k8s/api_client.h"
 #include "operator/config_publisher.h"
+#include "operator/incremental_renderer.h"
 #include "operator/owned_object_applier.h"
 #include "operator/render_options.h"
 #include "operator/status_writer.h"
@@ -30,6 +36,7 @@ namespace kturn::op {
 struct ControllerOptions {
   RenderOptions render{};
   std::string fieldManager = "kturn-operator";
+  // At most one render per this window (see above).
   std::chrono::milliseconds debounce{100};
   std::chrono::milliseconds retry{1000};
   // Render again this often even without changes (statuses changed by others, lost writes).
@@ -45,6 +52,7 @@ struct ControllerStats {
   uint64_t statusesWritten = 0;
   uint64_t writesFailed = 0;  // applies, deletions and status writes, retried after `retry`
   uint64_t configsRejected = 0;
+  uint64_t fullRenders = 0;  // reconciles that rendered everything (the rest were incremental)
   // The last reconcile's.
   uint64_t gateways = 0;
   uint64_t configsServed = 0;
@@ -70,12 +78,14 @@ class Controller {
  private:
   void markDirty();
   void run();
-  // Returns false when some write failed (retry soon).
-  bool reconcile();
+  // Returns false when some write failed (retry soon). `full`: render and apply everything.
+  bool reconcile(bool full);
 
   k8s::ApiClient& client_;
   const ControllerOptions options_;
   WatchedCluster cluster_;
+  IncrementalRenderer renderer_;  // the reconcile thread's
+  bool fullNext_ = true;          // the reconcile thread's: the next render is a full one
   ConfigPublisher publisher_;
   OwnedObjectApplier applier_;
   StatusWriter statusWriter_;

@@ -45,41 +45,73 @@ bool OwnedObjectApplier::removeOne(const Key& key) {
   return true;
 }
 
+std::set<OwnedObjectApplier::Key> OwnedObjectApplier::applyGateway(const GatewayOutput& gw,
+                                                                   Outcome& outcome) {
+  std::set<Key> wanted;
+  for (const std::optional<k8s::Object>* o : {&gw.deployment, &gw.service, &gw.networkPolicy}) {
+    if (!o->has_value()) continue;
+    const k8s::Object& object = **o;
+    const Key key{std::string(object.apiVersion()), std::string(object.kind()),
+                  object.namespaceName(), object.name()};
+    wanted.insert(key);
+    const auto it = applied_.find(key);
+    if (it != applied_.end() && it->second == object.body()) {
+      ++outcome.unchanged;
+      continue;
+    }
+    if (applyOne(object)) {
+      applied_[key] = object.body();
+      ++outcome.applied;
+    } else {
+      ++outcome.failed;
+    }
+  }
+  return wanted;
+}
+
+void OwnedObjectApplier::removeApplied(const Key& key, Outcome& outcome) {
+  auto it = applied_.find(key);
+  if (it == applied_.end()) return;
+  if (removeOne(key)) {
+    ++outcome.deleted;
+    applied_.erase(it);
+  } else {
+    ++outcome.failed;
+  }
+}
+
 OwnedObjectApplier::Outcome OwnedObjectApplier::apply(const std::vector<GatewayOutput>& gateways) {
   Outcome outcome;
   std::set<Key> wanted;
+  byGateway_.clear();
   for (const GatewayOutput& gw : gateways) {
-    for (const std::optional<k8s::Object>* o : {&gw.deployment, &gw.service, &gw.networkPolicy}) {
-      if (!o->has_value()) continue;
-      const k8s::Object& object = **o;
-      const Key key{std::string(object.apiVersion()), std::string(object.kind()),
-                    object.namespaceName(), object.name()};
-      wanted.insert(key);
-      const auto it = applied_.find(key);
-      if (it != applied_.end() && it->second == object.body()) {
-        ++outcome.unchanged;
-        continue;
-      }
-      if (applyOne(object)) {
-        applied_[key] = object.body();
-        ++outcome.applied;
-      } else {
-        ++outcome.failed;
-      }
-    }
+    std::set<Key> keys = applyGateway(gw, outcome);
+    wanted.insert(keys.begin(), keys.end());
+    byGateway_[gw.gateway] = std::move(keys);
   }
-  for (auto it = applied_.begin(); it != applied_.end();) {
-    if (wanted.contains(it->first)) {
-      ++it;
-      continue;
+  std::vector<Key> unwanted;
+  for (const auto& [key, body] : applied_) {
+    if (!wanted.contains(key)) unwanted.push_back(key);
+  }
+  for (const Key& key : unwanted) removeApplied(key, outcome);
+  return outcome;
+}
+
+OwnedObjectApplier::Outcome OwnedObjectApplier::applyChanges(
+    const std::vector<GatewayOutput>& changed, const std::vector<k8s::ObjectKey>& removed) {
+  Outcome outcome;
+  for (const GatewayOutput& gw : changed) {
+    std::set<Key> wanted = applyGateway(gw, outcome);
+    for (const Key& key : byGateway_[gw.gateway]) {
+      if (!wanted.contains(key)) removeApplied(key, outcome);
     }
-    if (removeOne(it->first)) {
-      ++outcome.deleted;
-      it = applied_.erase(it);
-    } else {
-      ++outcome.failed;
-      ++it;
-    }
+    byGateway_[gw.gateway] = std::move(wanted);
+  }
+  for (const k8s::ObjectKey& gateway : removed) {
+    auto it = byGateway_.find(gateway);
+    if (it == byGateway_.end()) continue;
+    for (const Key& key : it->second) removeApplied(key, outcome);
+    byGateway_.erase(it);
   }
   return outcome;
 }

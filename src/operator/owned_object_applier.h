@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -26,19 +27,32 @@ class OwnedObjectApplier {
     int unchanged = 0;
     int failed = 0;  // retried on the next reconcile
   };
+  // The whole desired state: every Gateway's objects.
   Outcome apply(const std::vector<GatewayOutput>& gateways);
+  // Part of it (IncrementalRenderer's delta): these Gateways' objects as now rendered (what they
+  // rendered before and no longer do is deleted), and every object of the removed Gateways.
+  Outcome applyChanges(const std::vector<GatewayOutput>& changed,
+                       const std::vector<k8s::ObjectKey>& removed);
   // Forget what was applied: the next apply() sends everything (leadership was gained).
-  void forget() { applied_.clear(); }
+  void forget() {
+    applied_.clear();
+    byGateway_.clear();
+  }
 
  private:
   // (apiVersion, kind, namespace, name)
   using Key = std::tuple<std::string, std::string, std::string, std::string>;
+  // Applies one Gateway's objects that differ from what was applied; returns their keys.
+  std::set<Key> applyGateway(const GatewayOutput& gateway, Outcome& outcome);
+  // Deletes `key` if this applier applied it.
+  void removeApplied(const Key& key, Outcome& outcome);
   bool applyOne(const k8s::Object& object);
   bool removeOne(const Key& key);
 
   k8s::ApiClient& client_;
   const std::string fieldManager_;
   std::map<Key, k8s::Json> applied_;
+  std::map<k8s::ObjectKey, std::set<Key>> byGateway_;  // what each Gateway rendered last
 };
 
 }  // namespace kturn::op

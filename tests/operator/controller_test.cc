@@ -100,6 +100,35 @@ TEST(ConfigPublisher, AnInvalidConfigNeverReachesTheDataplane) {
   EXPECT_FALSE((*cds)->get("ns/b"));
 }
 
+TEST(ConfigPublisher, ChangesTouchOnlyTheGatewaysNamed) {
+  auto cds = cds::CdsServer::start({.address = "127.0.0.1", .port = 0});
+  ASSERT_TRUE(cds) << cds.error().message;
+  ConfigPublisher publisher(**cds);
+  std::vector<GatewayOutput> out(2);
+  out[0].gateway = {"ns", "a"};
+  out[0].config = configWithEndpoint("10.0.0.1");
+  out[1].gateway = {"ns", "b"};
+  out[1].config = configWithEndpoint("10.0.0.2");
+  (void)publisher.publish(out, kNow);
+
+  GatewayOutput a = out[0];
+  a.config = configWithEndpoint("10.0.0.300");  // invalid: a keeps its config
+  auto rejected = publisher.publishChanges({a}, {}, kNow);
+  EXPECT_EQ(rejected.rejected, 1);
+  EXPECT_EQ((*cds)->get("ns/a")->clusters[0].endpoints, std::vector<std::string>{"10.0.0.1"});
+
+  a.config = configWithEndpoint("10.0.0.9");
+  auto changed = publisher.publishChanges({a}, {}, kNow);
+  EXPECT_EQ(changed.served, 2);
+  EXPECT_EQ((*cds)->get("ns/a")->clusters[0].endpoints, std::vector<std::string>{"10.0.0.9"});
+  EXPECT_EQ((*cds)->get("ns/b")->clusters[0].endpoints, std::vector<std::string>{"10.0.0.2"});
+
+  a.config.reset();  // no longer accepted: its config goes
+  (void)publisher.publishChanges({a}, {{"ns", "b"}}, kNow);
+  EXPECT_FALSE((*cds)->get("ns/a"));
+  EXPECT_FALSE((*cds)->get("ns/b"));
+}
+
 config::StunnerConfig ephemeral(const std::string& secret) {
   config::StunnerConfig c = configWithEndpoint("10.0.0.1");
   c.auth = {.type = "ephemeral", .credentials = {{"secret", secret}}};

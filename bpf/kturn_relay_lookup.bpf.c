@@ -17,8 +17,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define AF_INET_ 2
 #define AF_INET6_ 10
 
+/* Entries allocated as relayed addresses are added (not all up front): kernel memory grows with
+ * the allocations held, not with the map's size. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __uint(max_entries, KTURN_RELAY_LOOKUP_DEFAULT_PORTS);
   __type(key, struct kturn_relay_key);
   __type(value, struct kturn_relay_value);

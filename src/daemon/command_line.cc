@@ -45,6 +45,13 @@ void addOptions(CLI::App& app, CommandLine& line) {
                "send and receive every datagram as its own message: no UDP GSO trains, no UDP "
                "GRO on TURN-UDP listeners (for comparisons; both are used where the kernel "
                "supports them)");
+  if (const char* v = std::getenv("KTURN_RELAY_SOCKETS")) line.relay_sockets = v;
+  app.add_option("--relay-sockets", line.relay_sockets,
+                 "per-allocation: a UDP socket per allocation; shared: each worker serves all its "
+                 "relay ports from one socket (an sk_lookup program) and sends through a raw "
+                 "socket: no descriptor per allocation (needs CAP_BPF, CAP_NET_ADMIN, "
+                 "CAP_NET_RAW and a relay port range; falls back to per-allocation)")
+      ->check(CLI::IsMember({"per-allocation", "shared"}));
   app.add_flag("--force-ready-status", line.force_ready,
                "keep /ready at 200 while terminating (stunnerd's flag)");
   app.add_flag("-w,--watch", line.watch,

@@ -40,6 +40,7 @@ struct CommandLine {
   bool force_ready = false;
   bool watch = false;
   bool no_udp_segmentation = false;
+  std::string relay_sockets = "per-allocation";  // --relay-sockets, $KTURN_RELAY_SOCKETS
   bool verbose = false;
   bool dry_run = false;
   std::string admin_address{};      // --admin-address, $KTURN_ADMIN_ADDRESS

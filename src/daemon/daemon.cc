@@ -22,6 +22,10 @@
 namespace kturn::daemon {
 namespace {
 
+// Relayed addresses the shared relay sockets hold at once (the lookup's map allocates an entry
+// per address held, not up front).
+constexpr uint32_t kSharedRelayAddresses = KTURN_RELAY_LOOKUP_DEFAULT_PORTS;
+
 // Whether a listener needs new sockets: another bind address, or another transport (TCP and TLS are
 // both TCP sockets, but a plain connection cannot become a TLS one). A new certificate alone
 // does not: the running listener takes the new context.
@@ -76,8 +80,23 @@ Result<void> Daemon::start() {
   auto empty = std::make_shared<Dataplane>();
   empty->turn = std::make_shared<turn::ServerConfig>();
   dataplane_ = empty;
+  if (options_.shared_relay_sockets) {
+    auto opened = SharedRelayPorts::open(kSharedRelayAddresses);
+    if (opened) {
+      shared_relays_ = std::move(*opened);
+      reservations_.setOnExpired(
+          [ports = shared_relays_.get()](const TransportAddress& a) { ports->release(a); });
+      spdlog::info(
+          "relay sockets: shared (one socket per worker and family, up to {} relayed "
+          "addresses)",
+          kSharedRelayAddresses);
+    } else {
+      spdlog::warn("relay sockets: {}; a socket per allocation", opened.error().message);
+    }
+  }
   for (size_t i = 0; i < options_.workers; ++i) {
     Worker::Options wo;
+    wo.shared_relays = shared_relays_.get();
     wo.index = i;
     wo.session_log = options_.session_log;
     wo.udp_segmentation = options_.udp_segmentation;
@@ -301,6 +320,11 @@ nlohmann::json Daemon::statusDocument() {
     // kturn's own, beside STUNner's admin fields: where the kernel path is and why it is idle.
     doc.admin["offload_status"] = {{"attached", offload_.describe()},
                                    {"problems", offload_.problems()}};
+  }
+  if (shared_relays_) {
+    // kturn's own too: relayed addresses held without a socket each (--relay-sockets shared).
+    doc.admin["relay_sockets"] = {{"mode", "shared"},
+                                  {"shared_addresses", shared_relays_->inUse()}};
   }
   doc.allocation_count = static_cast<int64_t>(stats.allocations);
   doc.status = health_.status();

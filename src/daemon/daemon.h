@@ -22,6 +22,7 @@
 #include "daemon/file_watcher.h"
 #include "daemon/offload_manager.h"
 #include "daemon/reservation_pool.h"
+#include "daemon/shared_relay_ports.h"
 #include "daemon/worker.h"
 
 namespace kturn::daemon {
@@ -65,6 +66,9 @@ class Daemon {
     bool watch = false;
     SessionLogOptions session_log;
     bool udp_segmentation = true;  // Worker::Options::udp_segmentation
+    // --relay-sockets shared: relay ports without a socket each (SharedRelayPorts), where the
+    // kernel and the privileges allow it; otherwise (logged once) a socket per allocation.
+    bool shared_relay_sockets = false;
     // RFC 8656's permission (§9) and channel (§12) lifetimes, as coturn lets them be changed.
     std::chrono::seconds permission_lifetime{300};
     std::chrono::seconds channel_lifetime{600};
@@ -117,6 +121,8 @@ class Daemon {
   DataplaneBuilder builder_;
   DnsCache dns_;  // guarded by mutex_
   DataplanePtr dataplane_;
+  // Shared relay sockets, when on: before reservations_ and workers_, which release into it.
+  std::unique_ptr<SharedRelayPorts> shared_relays_;
   ReservationPool reservations_;
   turn::UserQuota user_quota_;  // shared by the workers' TURN cores
   // The eBPF fast path; before workers_, whose channel offloaders write its maps until they go.

@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   options.log_levels_from_config = line.log_spec.empty() && !line.verbose;
   options.session_log = line.session_log;
   options.udp_segmentation = !line.no_udp_segmentation;
+  options.shared_relay_sockets = line.relay_sockets == "shared";
   kturn::daemon::Daemon daemon(options);
   if (auto started = daemon.start(); !started) {
     spdlog::critical("{}", started.error().message);

@@ -37,6 +37,7 @@ RelaySockets::RelaySockets(net::EventLoop& loop, ReservationPool& reservations,
 
 RelaySockets::~RelaySockets() {
   for (Slot& slot : slots_) {
+    if (slot.shared.port != 0) releaseShared(slot);
     if (slot.socket.fd() >= 0) loop_.remove(slot.socket.fd());
     if (slot.additional.fd() >= 0) loop_.remove(slot.additional.fd());
     if (slot.tcp.valid()) loop_.remove(slot.tcp.get());
@@ -117,14 +118,26 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
   if (request.reservation_token) {
     auto reserved = reservations_.take(*request.reservation_token, now);
     if (!reserved) return makeError(Error::Code::kNotFound, "unknown or expired token");
-    socket = std::move(*reserved);
+    if (reserved->socket.fd() < 0) {  // a shared port, reserved by this worker or another
+      if (shared_ == nullptr || !shared_->deliverTo(reserved->address, worker_)) {
+        if (shared_ != nullptr) shared_->release(reserved->address);
+        return makeError(Error::Code::kExhausted, "the reserved relay port cannot be served");
+      }
+      return adoptShared(request.allocation, reserved->address, public_ip);
+    }
+    socket = std::move(reserved->socket);
+  } else if (shared_ != nullptr && listener != nullptr && listener->min_relay_port != 0) {
+    return openShared(request, *listener, ip, public_ip);
   } else {
     net::UdpSocket next;
     auto bound = bindRelay(listener, ip, request.even_port, request.dont_fragment,
                            request.reserve_next ? &next : nullptr);
     if (!bound) return bound.error();
     socket = std::move(*bound);
-    if (request.reserve_next) token = reservations_.reserve(std::move(next), now);
+    if (request.reserve_next) {
+      const TransportAddress address = next.localAddress();
+      token = reservations_.reserve({std::move(next), address}, now);
+    }
   }
 
   const turn::AllocationId id = request.allocation;
@@ -135,7 +148,6 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
   grant.relayed_public_ip = public_ip;
   grant.reservation_token = token;
   slots_[id.index] = Slot{id, std::move(socket), {}, {}, {}};
-  ++open_;
 
   if (request.additional_ipv6) {
     // The IPv6 half of a dual allocation, on the same interface. Failing it keeps the IPv4 half.
@@ -148,7 +160,6 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
       if (auto watched = watch(id, *additional); watched) {
         grant.additional = additional->localAddress();
         slots_[id.index].additional = std::move(*additional);
-        ++open_;
       } else {
         grant.additional_error = watched.error().code;
       }
@@ -157,6 +168,59 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
     }
   }
   return grant;
+}
+
+Result<turn::RelayGrant> RelaySockets::openShared(const turn::RelayRequest& request,
+                                                  const ListenerSpec& listener, const IpAddress& ip,
+                                                  const std::optional<IpAddress>& public_ip) {
+  TransportAddress next;
+  auto taken =
+      shared_->take(ip, listener.min_relay_port, listener.max_relay_port, request.even_port,
+                    next_hint_++, worker_, request.reserve_next ? &next : nullptr);
+  if (!taken) return taken.error();
+  auto grant = adoptShared(request.allocation, *taken, public_ip);
+  if (!grant) return grant;
+  if (request.reserve_next) grant->reservation_token = reservations_.reserve({{}, next}, unixNow());
+  if (request.additional_ipv6) {
+    // The IPv6 half of a dual allocation, on the same interface. Failing it keeps the IPv4 half.
+    const auto v6 =
+        dataplane_ ? dataplane_->interfaces.sibling(ip, AddressFamily::kIPv6) : std::nullopt;
+    auto additional =
+        v6 ? shared_->take(*v6, listener.min_relay_port, listener.max_relay_port, false,
+                           next_hint_++, worker_)
+           : Result<TransportAddress>(makeError(Error::Code::kUnsupported, "no IPv6 address"));
+    if (additional) {
+      slots_[request.allocation.index].shared_additional = *additional;
+      by_address_[*additional] = request.allocation;
+      grant->additional = *additional;
+    } else {
+      grant->additional_error = additional.error().code;
+    }
+  }
+  return grant;
+}
+
+Result<turn::RelayGrant> RelaySockets::adoptShared(turn::AllocationId id,
+                                                   const TransportAddress& relayed,
+                                                   const std::optional<IpAddress>& public_ip) {
+  if (slots_.size() <= id.index) slots_.resize(id.index + 1);
+  Slot& slot = slots_[id.index];
+  slot = Slot{};
+  slot.id = id;
+  slot.shared = relayed;
+  by_address_[relayed] = id;
+  turn::RelayGrant grant;
+  grant.relayed = relayed;
+  grant.relayed_public_ip = public_ip;
+  return grant;
+}
+
+void RelaySockets::releaseShared(Slot& slot) {
+  for (const TransportAddress* a : {&slot.shared, &slot.shared_additional}) {
+    if (a->port == 0) continue;
+    by_address_.erase(*a);
+    shared_->release(*a);
+  }
 }
 
 Result<turn::RelayGrant> RelaySockets::openTcp(turn::AllocationId id, const ListenerSpec* listener,
@@ -183,7 +247,6 @@ Result<turn::RelayGrant> RelaySockets::openTcp(turn::AllocationId id, const List
   slot.id = id;
   slot.tcp_address = *net::localAddress(fd);
   slot.tcp = std::move(*listening);
-  ++open_;
   turn::RelayGrant grant;
   grant.relayed = slot.tcp_address;
   return grant;
@@ -204,16 +267,19 @@ Result<void> RelaySockets::watch(turn::AllocationId id, const net::UdpSocket& so
 void RelaySockets::close(turn::AllocationId allocation) {
   Slot* slot = slotOf(allocation);
   if (slot == nullptr) return;
+  if (slot->shared.port != 0) {
+    releaseShared(*slot);
+    *slot = Slot{};
+    return;
+  }
   if (slot->tcp.valid()) {
     loop_.remove(slot->tcp.get());
     links_.closeAllocation(allocation);  // its peer connections and their data connections
   } else {
     loop_.remove(slot->socket.fd());
   }
-  --open_;
   if (slot->additional.fd() >= 0) {
     loop_.remove(slot->additional.fd());
-    --open_;
   }
   *slot = Slot{};
 }
@@ -222,6 +288,17 @@ void RelaySockets::closeFamily(turn::AllocationId allocation, AddressFamily fami
   Slot* found = slotOf(allocation);
   if (found == nullptr) return;
   Slot& slot = *found;
+  if (slot.shared.port != 0) {
+    if (slot.shared_additional.port == 0) return;  // not a dual allocation: close() ends it
+    TransportAddress& gone =
+        slot.shared.ip.family() == family ? slot.shared : slot.shared_additional;
+    if (gone.ip.family() != family) return;
+    by_address_.erase(gone);
+    shared_->release(gone);
+    if (&gone == &slot.shared) slot.shared = slot.shared_additional;
+    slot.shared_additional = {};
+    return;
+  }
   if (slot.additional.fd() < 0) return;  // not a dual allocation: close() ends it
   if (slot.socket.localAddress().ip.family() == family) {
     loop_.remove(slot.socket.fd());
@@ -232,7 +309,6 @@ void RelaySockets::closeFamily(turn::AllocationId allocation, AddressFamily fami
     return;
   }
   slot.additional = net::UdpSocket{};
-  --open_;
 }
 
 }  // namespace kturn::daemon

@@ -3,16 +3,24 @@
 // listener binds a wildcard), registered with the worker's event loop and tagged with the
 // allocation id. A TCP allocation (RFC 6062) gets a listening TCP socket instead, and its peer
 // connections live in PeerLinks.
+//
+// With shared relay sockets (setShared: `--relay-sockets shared`), a UDP allocation on a
+// listener with a relay port range gets no socket: its relayed address comes from the process's
+// SharedRelayPorts, the worker's shared sockets receive its datagrams (allocationAt() tells
+// whose) and the worker sends from it through its raw sender (sharedSource()).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "daemon/dataplane.h"
 #include "daemon/peer_links.h"
 #include "daemon/reservation_pool.h"
+#include "daemon/shared_relay_ports.h"
 #include "net/event_loop.h"
 #include "net/file_descriptor.h"
 #include "net/udp_socket.h"
@@ -32,6 +40,12 @@ class RelaySockets : public turn::RelayAllocator {
   RelaySockets& operator=(const RelaySockets&) = delete;
 
   void setDataplane(DataplanePtr dataplane) { dataplane_ = std::move(dataplane); }
+  // Relayed addresses from `ports` (not owned; null: a socket per allocation), delivered to the
+  // shared sockets of worker `worker`.
+  void setShared(SharedRelayPorts* ports, size_t worker) {
+    shared_ = ports;
+    worker_ = worker;
+  }
   // UDP_GRO on the UDP relays opened from now on: a peer's train may arrive as one
   // (UdpReceiveBatch::segmentSize). Relays on ports reserved by EVEN-PORT stay without.
   void setGro(bool gro) { gro_ = gro; }
@@ -63,8 +77,20 @@ class RelaySockets : public turn::RelayAllocator {
     if (slot == nullptr) return -1;
     return slot->additional.fd() >= 0 && !peer.isV4() ? slot->additional.fd() : slot->socket.fd();
   }
-  // Open relay sockets, both of a dual allocation counted.
-  size_t openCount() const { return open_; }
+  // A live allocation's relayed address without a socket of its own that sends to `peer`, or
+  // null (it has a socket: fd()). O(1).
+  const TransportAddress* sharedSource(turn::AllocationId allocation, const IpAddress& peer) const {
+    const Slot* slot = slotOf(allocation);
+    if (slot == nullptr || slot->shared.port == 0) return nullptr;
+    return slot->shared_additional.port != 0 && !peer.isV4() ? &slot->shared_additional
+                                                             : &slot->shared;
+  }
+  // The allocation whose shared relayed address is `relayed`, if any.
+  std::optional<turn::AllocationId> allocationAt(const TransportAddress& relayed) const {
+    auto it = by_address_.find(relayed);
+    if (it == by_address_.end()) return std::nullopt;
+    return it->second;
+  }
 
  private:
   struct Slot {
@@ -73,6 +99,9 @@ class RelaySockets : public turn::RelayAllocator {
     net::UdpSocket additional;  // a dual allocation's IPv6 relay
     net::FileDescriptor tcp;    // a TCP allocation's relay, listening
     TransportAddress tcp_address;
+    // With shared relay sockets: the relayed addresses (port 0: none).
+    TransportAddress shared;
+    TransportAddress shared_additional;
   };
 
   // The slot of a live allocation, or null (an id that outlived its allocation included).
@@ -91,6 +120,14 @@ class RelaySockets : public turn::RelayAllocator {
   // bound or neither.
   Result<net::UdpSocket> bindRelay(const ListenerSpec* listener, const IpAddress& ip, bool even,
                                    bool dont_fragment, net::UdpSocket* next);
+  // A UDP allocation's relayed addresses from the shared ports (the listener has a range).
+  Result<turn::RelayGrant> openShared(const turn::RelayRequest& request,
+                                      const ListenerSpec& listener, const IpAddress& ip,
+                                      const std::optional<IpAddress>& public_ip);
+  // A slot for `id` holding the shared address `relayed`.
+  Result<turn::RelayGrant> adoptShared(turn::AllocationId id, const TransportAddress& relayed,
+                                       const std::optional<IpAddress>& public_ip);
+  void releaseShared(Slot& slot);
   // A TCP allocation's listening relay, in the listener's relay port range.
   Result<turn::RelayGrant> openTcp(turn::AllocationId id, const ListenerSpec* listener,
                                    const IpAddress& ip);
@@ -103,7 +140,9 @@ class RelaySockets : public turn::RelayAllocator {
   std::vector<std::pair<turn::ConnectionId, FiveTuple>> binds_;
   DataplanePtr dataplane_;
   std::vector<Slot> slots_;
-  size_t open_ = 0;
+  SharedRelayPorts* shared_ = nullptr;
+  size_t worker_ = 0;
+  std::unordered_map<TransportAddress, turn::AllocationId> by_address_;  // shared addresses
   uint32_t next_hint_;
   bool gro_ = false;
 };

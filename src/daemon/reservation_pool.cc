@@ -3,25 +3,29 @@
 namespace kturn::daemon {
 
 void ReservationPool::expire(int64_t now_unix) {
-  std::erase_if(held_, [now_unix](const auto& r) { return r.second.expires_unix <= now_unix; });
+  std::erase_if(held_, [&](const auto& r) {
+    if (r.second.expires_unix > now_unix) return false;
+    if (r.second.port.socket.fd() < 0 && on_expired_) on_expired_(r.second.port.address);
+    return true;
+  });
 }
 
-uint64_t ReservationPool::reserve(net::UdpSocket socket, int64_t now_unix) {
+uint64_t ReservationPool::reserve(ReservedPort port, int64_t now_unix) {
   std::lock_guard lock(mutex_);
   expire(now_unix);
   const uint64_t token = next_token_++;
-  held_.emplace(token, Reservation{std::move(socket), now_unix + kHoldSeconds});
+  held_.emplace(token, Reservation{std::move(port), now_unix + kHoldSeconds});
   return token;
 }
 
-std::optional<net::UdpSocket> ReservationPool::take(uint64_t token, int64_t now_unix) {
+std::optional<ReservedPort> ReservationPool::take(uint64_t token, int64_t now_unix) {
   std::lock_guard lock(mutex_);
   expire(now_unix);
   auto it = held_.find(token);
   if (it == held_.end()) return std::nullopt;
-  net::UdpSocket socket = std::move(it->second.socket);
+  ReservedPort port = std::move(it->second.port);
   held_.erase(it);
-  return socket;
+  return port;
 }
 
 size_t ReservationPool::size() {

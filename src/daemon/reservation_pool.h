@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -13,24 +14,38 @@
 
 namespace kturn::daemon {
 
+// A reserved relay port: its socket, or with shared relay sockets (SharedRelayPorts) only its
+// address, held in the shared port table.
+struct ReservedPort {
+  net::UdpSocket socket;     // invalid for a port of the shared relay sockets
+  TransportAddress address;  // the relayed transport address
+};
+
 class ReservationPool {
  public:
   // RFC 8656 §7.2: a reservation is held for about 30 seconds.
   static constexpr int64_t kHoldSeconds = 30;
 
-  // Holds `socket` and returns its token.
-  uint64_t reserve(net::UdpSocket socket, int64_t now_unix);
-  // Hands over the socket reserved under `token`, if it is still held.
-  std::optional<net::UdpSocket> take(uint64_t token, int64_t now_unix);
+  // Holds `port` and returns its token.
+  uint64_t reserve(ReservedPort port, int64_t now_unix);
+  // Hands over the port reserved under `token`, if it is still held.
+  std::optional<ReservedPort> take(uint64_t token, int64_t now_unix);
   size_t size();
+  // Called (under the pool's lock) for each reservation of a shared relay port that lapses
+  // untaken, so that its owner frees the port; a socket's reservation just closes it.
+  void setOnExpired(std::function<void(const TransportAddress&)> fn) {
+    std::lock_guard lock(mutex_);
+    on_expired_ = std::move(fn);
+  }
 
  private:
   struct Reservation {
-    net::UdpSocket socket;
+    ReservedPort port;
     int64_t expires_unix = 0;
   };
   void expire(int64_t now_unix);  // with mutex_ held
 
+  std::function<void(const TransportAddress&)> on_expired_;
   std::mutex mutex_;
   uint64_t next_token_ =
       0x6b7475726e000001ULL;  // arbitrary start: tokens are not counters to guess from 1

@@ -77,6 +77,9 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
       tx_(options.batch_size * 2, options.udp_segmentation) {
   relays_.setDataplane(dataplane_);
   relays_.setGro(options.udp_segmentation);
+  if (options.shared_relays != nullptr && openSharedRelays(*options.shared_relays)) {
+    relays_.setShared(options.shared_relays, options.index);
+  }
   session_log_.setDataplane(dataplane_);
   server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_,
                                            serverOptions(options.index, options.user_quota));
@@ -318,9 +321,9 @@ void Worker::collectStats(std::function<void(const WorkerStats&)> done) {
       s.offload_channels = offloader_->size();
     }
     s.allocations = server_->allocationCount();
-    s.datagrams_sent = tx_.sent();
-    s.send_dropped = tx_.dropped();
-    s.send_syscalls = tx_.syscalls();
+    s.datagrams_sent = tx_.sent() + (raw_ ? raw_->sent() : 0);
+    s.send_dropped = tx_.dropped() + (raw_ ? raw_->dropped() : 0);
+    s.send_syscalls = tx_.syscalls() + (raw_ ? raw_->syscalls() : 0);
     s.send_gso_trains = tx_.gsoMessages();
     s.send_gso_fallbacks = tx_.gsoFallbacks();
     done(s);
@@ -537,28 +540,81 @@ void Worker::onRelayReadable(turn::AllocationId allocation, int fd) {
     ++io_stats_.receive_syscalls;
     if (!received || *received == 0) return;
     const turn::Now t = now();
-    for (size_t i = 0; i < *received; ++i) {
-      ++io_stats_.datagrams_received;
-      if (rx_.truncated(i)) {
-        ++io_stats_.datagrams_truncated;
-        continue;
-      }
-      if (const size_t segment = rx_.segmentSize(i); segment != 0) {
-        ++io_stats_.receive_gro_trains;
-        relayTrain(allocation, rx_.source(i), rx_.payload(i), segment, t);
-        continue;
-      }
-      const size_t length = rx_.payload(i).size();
-      const auto buffer = rx_.expand(i, rx_.headroom(), net::UdpReceiveBatch::kTailroom);
-      server_->onPeerPacket(allocation, rx_.source(i), {buffer, rx_.headroom(), length}, t,
-                            actions_);
-      if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
-    }
+    for (size_t i = 0; i < *received; ++i) onPeerDatagram(allocation, i, t);
     // The allocation may have ended while handling the batch (it cannot here, but flush() must
     // not assume the relay socket still exists).
     flush();
     if (*received < rx_.capacity()) return;
   }
+}
+
+void Worker::onSharedRelayReadable(int fd) {
+  for (int round = 0; round < kMaxBatchesPerEvent; ++round) {
+    auto received = rx_.receive(fd);
+    ++io_stats_.receive_syscalls;
+    if (!received || *received == 0) return;
+    const turn::Now t = now();
+    for (size_t i = 0; i < *received; ++i) {
+      const auto to = rx_.originalDestination(i);
+      const auto allocation = to ? relays_.allocationAt(*to) : std::nullopt;
+      if (!allocation) {  // released since the kernel delivered it: as to a closed socket
+        ++io_stats_.datagrams_received;
+        continue;
+      }
+      onPeerDatagram(*allocation, i, t);
+    }
+    flush();
+    if (*received < rx_.capacity()) return;
+  }
+}
+
+void Worker::onPeerDatagram(turn::AllocationId allocation, size_t i, const turn::Now& t) {
+  ++io_stats_.datagrams_received;
+  if (rx_.truncated(i)) {
+    ++io_stats_.datagrams_truncated;
+    return;
+  }
+  if (const size_t segment = rx_.segmentSize(i); segment != 0) {
+    ++io_stats_.receive_gro_trains;
+    relayTrain(allocation, rx_.source(i), rx_.payload(i), segment, t);
+    return;
+  }
+  const size_t length = rx_.payload(i).size();
+  const auto buffer = rx_.expand(i, rx_.headroom(), net::UdpReceiveBatch::kTailroom);
+  server_->onPeerPacket(allocation, rx_.source(i), {buffer, rx_.headroom(), length}, t, actions_);
+  if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
+}
+
+bool Worker::openSharedRelays(SharedRelayPorts& ports) {
+  net::UdpSocketOptions options;
+  options.recv_buffer = options_.socket_buffer;
+  options.original_destination = true;
+  auto v4 = net::UdpSocket::bind({IpAddress::v4(0u), 0}, options);
+  auto v6 = net::UdpSocket::bind({IpAddress::v6({}), 0}, options);  // none on an IPv4-only host
+  auto raw = net::RawUdpSender::open(options_.batch_size * 2);
+  if (!v4 || !raw) {
+    spdlog::warn("worker {}: shared relay sockets: {}; a socket per allocation", options_.index,
+                 !v4 ? v4.error().message : raw.error().message);
+    return false;
+  }
+  if (auto set = ports.setSockets(options_.index, v4->fd(), v6 ? v6->fd() : -1); !set) {
+    spdlog::warn("worker {}: shared relay sockets: {}; a socket per allocation", options_.index,
+                 set.error().message);
+    return false;
+  }
+  shared_v4_ = std::move(*v4);
+  if (v6) shared_v6_ = std::move(*v6);
+  raw_.emplace(std::move(*raw));
+  for (const net::UdpSocket* socket : {&shared_v4_, &shared_v6_}) {
+    const int fd = socket->fd();
+    if (fd < 0) continue;
+    if (auto added = loop_.add(fd, EPOLLIN, [this, fd](uint32_t) { onSharedRelayReadable(fd); });
+        !added) {
+      spdlog::warn("worker {}: shared relay sockets: {}", options_.index, added.error().message);
+      return false;
+    }
+  }
+  return true;
 }
 
 void Worker::relayTrain(turn::AllocationId allocation, const TransportAddress& peer,
@@ -583,12 +639,20 @@ void Worker::relayTrain(turn::AllocationId allocation, const TransportAddress& p
 void Worker::flush() {
   for (const turn::SendToPeer& s : actions_.to_peers) {
     const int fd = relays_.fd(s.allocation, s.peer.ip);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      const TransportAddress* from = raw_ ? relays_.sharedSource(s.allocation, s.peer.ip) : nullptr;
+      if (from != nullptr && !raw_->queue(*from, s.peer, s.data)) {
+        raw_->flush();
+        raw_->queue(*from, s.peer, s.data);
+      }
+      continue;
+    }
     if (!tx_.queue(fd, s.peer, s.data)) {
       tx_.flush();
       tx_.queue(fd, s.peer, s.data);
     }
   }
+  if (raw_ && !raw_->empty()) raw_->flush();
   bool streams = false;
   for (const turn::SendToClient& s : actions_.to_clients) {
     const Listener* listener = findListener(s.listener);

@@ -20,8 +20,10 @@
 #include "daemon/relay_sockets.h"
 #include "daemon/request_times.h"
 #include "daemon/session_log.h"
+#include "daemon/shared_relay_ports.h"
 #include "daemon/stream_listener.h"
 #include "net/event_loop.h"
+#include "net/raw_udp_sender.h"
 #include "net/udp_receive_batch.h"
 #include "net/udp_send_batch.h"
 #include "net/udp_socket.h"
@@ -89,6 +91,9 @@ class Worker {
     // The process's allocations per username, shared by every worker (admin.user_quota holds
     // per process); not owned. Null: the worker's TURN core counts its own.
     turn::UserQuota* user_quota = nullptr;
+    // Shared relay sockets (`--relay-sockets shared`): the process's relayed-address table and
+    // lookup, not owned. Null: a socket per allocation.
+    SharedRelayPorts* shared_relays = nullptr;
   };
 
   Worker(const Options& options, DataplanePtr dataplane, ReservationPool& reservations);
@@ -162,6 +167,13 @@ class Worker {
   // the listener's output is cleared).
   void queueDtlsOutput(const Listener& listener);
   void onRelayReadable(turn::AllocationId allocation, int fd);
+  // The worker's shared relay socket: datagrams to any of its allocations' relayed addresses.
+  void onSharedRelayReadable(int fd);
+  // Opens the shared relay sockets and the raw sender; false (logged) leaves a socket per
+  // allocation.
+  bool openSharedRelays(SharedRelayPorts& ports);
+  // One peer datagram of a UDP allocation (batch slot i), counted, to the core.
+  void onPeerDatagram(turn::AllocationId allocation, size_t i, const turn::Now& t);
   // RFC 6062: a peer connecting to a TCP relay.
   void onRelayAcceptable(turn::AllocationId allocation, int fd);
   // The worker whose core owns the CONNECTION-ID of a ConnectionBind request, else nullopt.
@@ -194,6 +206,11 @@ class Worker {
   std::vector<std::unique_ptr<Listener>> listeners_;  // stable addresses for the callbacks
   net::UdpReceiveBatch rx_;
   net::UdpSendBatch tx_;
+  // Shared relay sockets: the IPv4 and IPv6 sockets the lookup hands peer datagrams to, and
+  // the raw sender that sends from the relayed addresses.
+  net::UdpSocket shared_v4_;
+  net::UdpSocket shared_v6_;
+  std::optional<net::RawUdpSender> raw_;
   std::vector<uint8_t> train_slots_;  // relayTrain()'s copies, one slot per datagram
   turn::Actions actions_;
   WorkerStats io_stats_;

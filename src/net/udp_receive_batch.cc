@@ -120,6 +120,21 @@ std::optional<IpAddress> UdpReceiveBatch::destination(size_t i) const {
   return std::nullopt;
 }
 
+std::optional<TransportAddress> UdpReceiveBatch::originalDestination(size_t i) const {
+  assert(i < count_);
+  auto* h = const_cast<msghdr*>(&msgs_[i].msg_hdr);  // as in destination()
+  for (cmsghdr* c = CMSG_FIRSTHDR(h); c != nullptr; c = CMSG_NXTHDR(h, c)) {
+    if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_ORIGDSTADDR) ||
+        (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_ORIGDSTADDR)) {
+      sockaddr_storage ss{};
+      std::memcpy(&ss, CMSG_DATA(c),
+                  std::min<size_t>(c->cmsg_len - CMSG_LEN(0), sizeof(sockaddr_storage)));
+      return fromSockaddr(reinterpret_cast<const sockaddr*>(&ss));
+    }
+  }
+  return std::nullopt;
+}
+
 size_t UdpReceiveBatch::segmentSize(size_t i) const {
   assert(i < count_);
   auto* h = const_cast<msghdr*>(&msgs_[i].msg_hdr);  // as in destination()

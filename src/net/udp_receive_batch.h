@@ -64,6 +64,8 @@ class UdpReceiveBatch {
   // The local address the datagram was sent to, when the socket has packet_info enabled.
   // On a dual-stack socket, IPv4 destinations are IPv4-mapped IPv6 addresses, like source().
   std::optional<IpAddress> destination(size_t i) const;
+  // The transport address the datagram was sent to, on a socket with original_destination.
+  std::optional<TransportAddress> originalDestination(size_t i) const;
   // The datagram was longer than maxPayload() and payload(i) holds only its start. The caller
   // drops it and counts it.
   bool truncated(size_t i) const;
@@ -73,7 +75,8 @@ class UdpReceiveBatch {
   size_t segmentSize(size_t i) const;
 
  private:
-  // Big enough for IP_PKTINFO or IPV6_PKTINFO plus UDP_GRO's segment size.
+  // Big enough for IP_PKTINFO or IPV6_PKTINFO plus UDP_GRO's segment size, or for
+  // IPV6_ORIGDSTADDR (a sockaddr_in6).
   static constexpr size_t kControlSize = 64;
   struct alignas(cmsghdr) ControlBuffer {
     uint8_t bytes[kControlSize];

@@ -62,6 +62,11 @@ Result<FileDescriptor> openSocket(AddressFamily family, const UdpSocketOptions& 
                 : setIntOption(s, IPPROTO_IP, IP_PKTINFO, 1, "IP_PKTINFO");
     if (!r) return r.error();
   }
+  if (opts.original_destination) {
+    auto r = v6 ? setIntOption(s, IPPROTO_IPV6, IPV6_RECVORIGDSTADDR, 1, "IPV6_RECVORIGDSTADDR")
+                : setIntOption(s, IPPROTO_IP, IP_RECVORIGDSTADDR, 1, "IP_RECVORIGDSTADDR");
+    if (!r) return r.error();
+  }
   return fd;
 }
 

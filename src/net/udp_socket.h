@@ -29,6 +29,10 @@ struct UdpSocketOptions {
   // one size but the last, as one (UdpReceiveBatch::segmentSize). Where the kernel lacks it, the
   // socket simply receives datagrams one by one.
   bool gro = false;
+  // IP_RECVORIGDSTADDR / IPV6_RECVORIGDSTADDR: every received datagram carries the transport
+  // address it was sent to, port included (UdpReceiveBatch::originalDestination): for a socket
+  // that the relay port lookup (xdp::RelayLookup) hands datagrams of many ports to.
+  bool original_destination = false;
 };
 
 // Owns its descriptor; movable so it can be returned in a Result and stored, not copyable.

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -112,14 +112,15 @@ def check_kernel_share(name: str, before: Counts, after: Counts, sent: int) -> s
     return ", ".join(shares)
 
 
-def uclient_call(layout: Layout, workdir: str, tag: str = "") -> "tuple[Counts, Counts, int]":
-    """turnutils_uclient's call, every message echoed: kturnd's counts before and after, and
-    the messages sent."""
+def uclient_call(layout: Layout, workdir: str, tag: str = "",
+                 options: Sequence[str] = ("-c",)) -> "tuple[Counts, Counts, int]":
+    """turnutils_uclient's call (-c: without its RTCP allocations; -s: Send indications), every
+    message echoed: kturnd's counts before and after, and the messages sent."""
     proc = h.Proc(f"turnutils_uclient{tag}", [
         "ip", "netns", "exec", layout.client_ns, "turnutils_uclient",
         "-p", str(PORT), "-e", layout.peer_ip, "-r", str(PEER_PORT), "-L", layout.client_ip,
         "-m", str(UCLIENT_CLIENTS), "-n", str(UCLIENT_MESSAGES), "-l", str(SIZE), "-z", "2",
-        "-c", "-X", "-u", h.STATIC_USER, "-w", h.STATIC_PASS, layout.listener_ip], workdir)
+        *options, "-X", "-u", h.STATIC_USER, "-w", h.STATIC_PASS, layout.listener_ip], workdir)
     h.register_log(proc.log_path)
     before = Counts(layout)
     proc.start()
@@ -135,6 +136,33 @@ def uclient_call(layout: Layout, workdir: str, tag: str = "") -> "tuple[Counts, 
 
 def run_uclient(layout: Layout, workdir: str) -> str:
     return check_kernel_share("turnutils_uclient", *uclient_call(layout, workdir))
+
+
+def run_bench_json(layout: Layout, bench: str, workdir: str, extra: Sequence[str],
+                   during: Optional[Callable[[], tuple]] = None,
+                   client_ip: Optional[str] = None) -> dict:
+    """kturn-bench from the client namespace (from `client_ip`, default the layout's) through
+    kturnd to the echo peer: its JSON. With `during`, sampled every 0.2 s while it runs; the
+    sample with the largest first element is returned as "during"."""
+    proc = h.Proc("kturn-bench", [
+        "ip", "netns", "exec", layout.client_ns, os.path.abspath(bench),
+        "--server", f"{layout.listener_ip}:{PORT}", "-u", h.STATIC_USER, "-p", h.STATIC_PASS,
+        "--client-bind", client_ip or layout.client_ip,
+        "--peer", f"{layout.peer_ip}:{PEER_PORT}", "-s", str(SIZE), "--json", "-q", *extra],
+        workdir)
+    h.register_log(proc.log_path)
+    proc.start()
+    best = None
+    while during is not None and proc.running():
+        sample = during()
+        if best is None or sample[0] > best[0]:
+            best = sample
+        time.sleep(0.2)
+    rc = proc.wait(60)
+    h.check(rc == 0, f"kturn-bench exited with {rc}")
+    result = json.loads(proc.output().strip().splitlines()[-1])
+    result["during"] = best
+    return result
 
 
 def run_bench(layout: Layout, bench: str, workdir: str) -> str:
@@ -160,10 +188,11 @@ def run_bench(layout: Layout, bench: str, workdir: str) -> str:
 
 
 def start_kturnd(layout: Layout, engine: str, binary: str, workdir: str,
-                 prefix: Sequence[str] = (), tag: str = "") -> h.Proc:
-    """kturnd in the server namespace (under `prefix`, e.g. setpriv) with `offload_engine` on
-    the layout's interfaces, once it answers STUN and has said where it relays: attached, or
-    the fallback to user space (which the caller checks)."""
+                 prefix: Sequence[str] = (), tag: str = "", args: Sequence[str] = (),
+                 relay_ports=(20000, 20999)) -> h.Proc:
+    """kturnd in the server namespace (under `prefix`, e.g. setpriv; with `args`) with
+    `offload_engine` on the layout's interfaces, once it answers STUN and has said where it
+    relays: attached, or the fallback to user space (which the caller checks)."""
     config = {
         "version": "v1",
         "admin": {"name": "offload-clients", "loglevel": "all:INFO",
@@ -173,7 +202,8 @@ def start_kturnd(layout: Layout, engine: str, binary: str, workdir: str,
         "auth": {"type": "static", "realm": h.REALM,
                  "credentials": {"username": h.STATIC_USER, "password": h.STATIC_PASS}},
         "listeners": [{"name": "udp", "protocol": "TURN-UDP", "address": layout.listener_ip,
-                       "port": PORT, "min_relay_port": 20000, "max_relay_port": 20999,
+                       "port": PORT, "min_relay_port": relay_ports[0],
+                       "max_relay_port": relay_ports[1],
                        "routes": ["media"]}],
         "clusters": [{"name": "media", "type": "STATIC", "endpoints": [f"{layout.peer_ip}/32"]}],
     }
@@ -182,7 +212,8 @@ def start_kturnd(layout: Layout, engine: str, binary: str, workdir: str,
         f.write(h.to_yaml(config) + "\n")
     h.register_log(config_path)
     kturnd = h.Proc(f"kturnd{tag}", ["ip", "netns", "exec", layout.server_ns, *prefix,
-                                     os.path.abspath(binary), "-c", f"file://{config_path}"],
+                                     os.path.abspath(binary), "-c", f"file://{config_path}",
+                                     *args],
                     workdir)
     h.register_log(kturnd.log_path)
     kturnd.start()
@@ -194,7 +225,7 @@ def start_kturnd(layout: Layout, engine: str, binary: str, workdir: str,
                     "kturnd did not answer a STUN Binding request within 10 s")
     attached = f"offload: {engine} on {', '.join(layout.interfaces)}"
     deadline = time.monotonic() + 10
-    while attached not in kturnd.output() and FALLBACK not in kturnd.output():
+    while engine != "None" and attached not in kturnd.output() and FALLBACK not in kturnd.output():
         h.check(time.monotonic() < deadline and kturnd.running(),
                 f"kturnd did not log '{attached}':\n{kturnd.output()[-2000:]}")
         time.sleep(0.1)

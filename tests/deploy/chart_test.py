@@ -212,20 +212,23 @@ def watched_types():
 
 
 def status_kinds():
-    """Kinds the renderer writes statuses for (src/operator/renderer.cc)."""
-    text = read("src/operator/renderer.cc")
+    """Kinds the renderers write statuses for: every StatusUpdate the code in src/operator
+    builds, `{<object>.meta.apiVersion, <kind>, <key>, <status>}`, whose kind is a literal or a
+    function of the file returning literals."""
     kinds = set()
-    for expr in re.findall(r"[sS]tatuses\.push_back\(\s*\{[^,]+,\s*([^,]+),", text):
-        expr = expr.strip()
-        if expr.startswith('"'):
-            kinds.add(expr.strip('"'))
-        else:
+    for path in sorted(glob.glob(os.path.join(REPO, "src", "operator", "*.cc"))):
+        rel = os.path.relpath(path, REPO)
+        text = read(rel)
+        for expr in re.findall(r"\{\s*\w+(?:\.|->)meta\.apiVersion,\s*([^,]+),", text):
+            expr = expr.strip()
+            if expr.startswith('"'):
+                kinds.add(expr.strip('"'))
+                continue
             function = re.match(r"(\w+)\(", expr)
-            assert function, f"renderer.cc: status kind {expr!r} not understood"
-            body = function_body("src/operator/renderer.cc",
-                                 rf"std::string {function.group(1)}\(")
+            assert function, f"{rel}: status kind {expr!r} not understood"
+            body = function_body(rel, rf"std::string {function.group(1)}\(")
             kinds |= set(re.findall(r'"(\w+)"', body))
-    assert {"GatewayClass", "Gateway"} <= kinds, f"renderer.cc: status kinds {kinds}"
+    assert {"GatewayClass", "Gateway", "UDPRoute"} <= kinds, f"status kinds {kinds}"
     return kinds
 
 

@@ -327,7 +327,7 @@ def offload_cost(c: Cluster, args: argparse.Namespace, turn: tuple, media: str,
                  kturnd_ip: str, rounds: int = 3) -> None:
     """3c: the marginal cost of the kturnd pod with the program and in user space."""
     secret = base64.b64decode(
-        c.get("secret", "stunner-auth-secret", GW_NS)["data"]["secret"]).decode()
+        c.get("secret", "stunner-auth-secret", "stunner")["data"]["secret"]).decode()
     node_ip = c.env["NODE_IP"]
     load = ["-n", "20", "-r", "5000", "-s", "200", "-d", "3", "--warmup", "0.5",
             "--client-bind", node_ip, "--peer", f"{media}:{MEDIA_PORT}"]

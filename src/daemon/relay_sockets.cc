@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <span>
 
 #include "net/sockaddr.h"
 #include "net/tcp_socket.h"
@@ -147,7 +149,7 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
   grant.relayed = socket.localAddress();
   grant.relayed_public_ip = public_ip;
   grant.reservation_token = token;
-  slots_[id.index] = Slot{id, std::move(socket), {}, {}, {}};
+  slots_[id.index] = Slot{id, std::move(socket), {}, {}, {}, {}, {}};
 
   if (request.additional_ipv6) {
     // The IPv6 half of a dual allocation, on the same interface. Failing it keeps the IPv4 half.
@@ -173,10 +175,23 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
 Result<turn::RelayGrant> RelaySockets::openShared(const turn::RelayRequest& request,
                                                   const ListenerSpec& listener, const IpAddress& ip,
                                                   const std::optional<IpAddress>& public_ip) {
+  // The ports of the UDP-based listeners bound to an address or to every address (a handful).
+  std::array<uint16_t, 16> excluded{};
+  size_t n_excluded = 0;
+  auto exclude = [&](const IpAddress& on) {
+    n_excluded = 0;
+    for (const ListenerSpec& l : dataplane_->listeners) {
+      if (l.protocol != TransportProtocol::kUdp) continue;
+      if (!(l.bind.ip.isUnspecified() || l.bind.ip == on)) continue;
+      if (n_excluded == excluded.size()) break;
+      excluded[n_excluded++] = l.bind.port;
+    }
+    return std::span<const uint16_t>(excluded.data(), n_excluded);
+  };
   TransportAddress next;
   auto taken =
       shared_->take(ip, listener.min_relay_port, listener.max_relay_port, request.even_port,
-                    next_hint_++, worker_, request.reserve_next ? &next : nullptr);
+                    next_hint_++, worker_, exclude(ip), request.reserve_next ? &next : nullptr);
   if (!taken) return taken.error();
   auto grant = adoptShared(request.allocation, *taken, public_ip);
   if (!grant) return grant;
@@ -187,7 +202,7 @@ Result<turn::RelayGrant> RelaySockets::openShared(const turn::RelayRequest& requ
         dataplane_ ? dataplane_->interfaces.sibling(ip, AddressFamily::kIPv6) : std::nullopt;
     auto additional =
         v6 ? shared_->take(*v6, listener.min_relay_port, listener.max_relay_port, false,
-                           next_hint_++, worker_)
+                           next_hint_++, worker_, exclude(*v6))
            : Result<TransportAddress>(makeError(Error::Code::kUnsupported, "no IPv6 address"));
     if (additional) {
       slots_[request.allocation.index].shared_additional = *additional;

@@ -1,5 +1,7 @@
 #include "daemon/shared_relay_ports.h"
 
+#include <algorithm>
+
 #include "xdp/relay_lookup.h"
 
 namespace kturn::daemon {
@@ -22,7 +24,11 @@ Result<void> SharedRelayPorts::setSockets(size_t worker, int fd4, int fd6) {
 
 Result<TransportAddress> SharedRelayPorts::take(const IpAddress& ip, uint16_t min_port,
                                                 uint16_t max_port, bool even, uint32_t hint,
-                                                size_t worker, TransportAddress* next) {
+                                                size_t worker, std::span<const uint16_t> excluded,
+                                                TransportAddress* next) {
+  auto isExcluded = [&](uint32_t port) {
+    return std::find(excluded.begin(), excluded.end(), port) != excluded.end();
+  };
   if (min_port == 0 || min_port > max_port)
     return makeError(Error::Code::kInvalidArgument, "shared relay ports need a relay port range");
   const uint32_t span = uint32_t{max_port} - min_port + 1;
@@ -31,9 +37,11 @@ Result<TransportAddress> SharedRelayPorts::take(const IpAddress& ip, uint16_t mi
     const auto port = static_cast<uint16_t>(min_port + (hint + i) % span);
     if ((even || next != nullptr) && port % 2 != 0) continue;
     const TransportAddress address{ip, port};
-    if (in_use_.contains(address)) continue;
+    if (in_use_.contains(address) || isExcluded(port)) continue;
     if (next != nullptr) {
-      if (port == max_port || in_use_.contains({ip, static_cast<uint16_t>(port + 1)})) continue;
+      if (port == max_port || in_use_.contains({ip, static_cast<uint16_t>(port + 1)}) ||
+          isExcluded(port + 1u))
+        continue;
     }
     if (!lookup_->add(address, socketIndex(worker, ip))) {
       return makeError(Error::Code::kExhausted, "the relay port lookup's map is full");

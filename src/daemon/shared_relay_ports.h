@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_set>
 
 #include "kturn/result.h"
@@ -36,8 +37,11 @@ class SharedRelayPorts {
   // `worker`'s socket from now on: even if `even`; with `next`, the odd port after it is taken
   // too (for a RESERVATION-TOKEN) and returned there, not yet delivered anywhere. `hint` rotates
   // where the search starts. kExhausted when the range has no such port free.
+  // Ports in `excluded` are never taken: the lookup runs before the kernel's own, so a relayed
+  // address on a UDP listener's port would take the listener's datagrams.
   Result<TransportAddress> take(const IpAddress& ip, uint16_t min_port, uint16_t max_port,
                                 bool even, uint32_t hint, size_t worker,
+                                std::span<const uint16_t> excluded,
                                 TransportAddress* next = nullptr);
   // Delivers a reserved address's datagrams to `worker`'s socket (the reservation is taken).
   bool deliverTo(const TransportAddress& address, size_t worker);

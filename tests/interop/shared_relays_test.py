@@ -13,7 +13,9 @@ loopback, to coturn's turnutils_peer:
     allocation would add 2,000; /status counts the 2,000 shared relayed addresses, and after the
     generator releases them (Refresh 0) none is left;
   * with `offload_engine: TC` too, the kernel relays at least 99 % of a uclient call each way
-    (the fast path and the shared relay ports together).
+    (the fast path and the shared relay ports together);
+  * a relay port range of 10 that holds the listener's port: kturn-bench's 9 allocations take
+    the 9 other ports and the listener still answers.
 
 Needs root (network namespaces, BPF, a raw socket): exits 77 (skipped) without it.
 Network safety: all traffic stays in the namespace this test makes and deletes.
@@ -103,6 +105,27 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     shares = oc.check_kernel_share("uclient, TC and shared relay ports",
                                    *oc.uclient_call(layout, workdir, "-tc"))
     print(f"with TC: the kernel relayed {shares}")
+    os.kill(kturnd.proc.pid, 2)
+    h.check(kturnd.wait(10) == 0, "kturnd did not exit cleanly")
+
+    # A relay port range that holds the listener's own port: every other port of it is relayed,
+    # and the listener keeps its datagrams (the lookup, which runs before the kernel's own,
+    # would otherwise hand them to the relay socket).
+    # 10 ports, the listener's among them (and not the echo peer's: 3480, 3481).
+    narrow = (oc.PORT - 8, oc.PORT + 1)
+    kturnd = oc.start_kturnd(layout, "None", args.kturnd, workdir, tag="-narrow", args=SHARED,
+                             relay_ports=narrow)
+    result = oc.run_bench_json(layout, args.bench, workdir, [
+        "--mode", "many", "-n", "9", "--active", "9", "-r", "1000", "-d", "1",
+        "--warmup", "0.2"], client_ip="127.0.0.3")
+    h.check(result["allocations"] == 9 and result["loss"] == 0,
+            f"relay ports {narrow[0]}-{narrow[1]} around the listener's {oc.PORT}: "
+            f"{result['allocations']} of 9 allocations, loss {result['loss']}")
+    with h.in_netns(layout.client_ns):
+        h.check(h.stun_binding_probe((layout.listener_ip, oc.PORT), timeout=1) is not None,
+                "the listener stopped answering once the range's other ports were relayed")
+    print(f"relay ports {narrow[0]}-{narrow[1]}: 9 allocations on the 9 that are not the "
+          f"listener's, which still answers")
 
 
 def main() -> None:

@@ -81,7 +81,11 @@ Result<void> Daemon::start() {
   empty->turn = std::make_shared<turn::ServerConfig>();
   dataplane_ = empty;
   if (options_.shared_relay_sockets) {
-    auto opened = SharedRelayPorts::open(kSharedRelayAddresses);
+    // The workers send from the relayed addresses through raw sockets: see that one opens
+    // before the lookup is attached, so that /status never says shared where workers cannot.
+    auto raw = net::RawUdpSender::open(1);
+    auto opened = raw ? SharedRelayPorts::open(kSharedRelayAddresses)
+                      : Result<std::unique_ptr<SharedRelayPorts>>(raw.error());
     if (opened) {
       shared_relays_ = std::move(*opened);
       reservations_.setOnExpired(

@@ -126,6 +126,9 @@ RENDERS = {"defaults": DEFAULT, "all features": FULL}
 OFFLOAD_SETS = ["dataplane.offload.engine=TC", "dataplane.offload.interfaces={eth0}"]
 OFFLOAD = helm.objects(helm.template(CHART, RELEASE, NAMESPACE, sets=OFFLOAD_SETS))
 OFFLOAD_CAPABILITIES = {"BPF", "PERFMON", "NET_ADMIN"}
+# Relay ports without a socket each (values dataplane.relaySockets=shared).
+SHARED = helm.objects(helm.template(CHART, RELEASE, NAMESPACE,
+                                    sets=["dataplane.relaySockets=shared"]))
 VALUES = chart_file("values.yaml")
 with open(ALL_FEATURES, encoding="utf-8") as _f:
     ALL_FEATURES_VALUES = yaml.safe_load(_f)
@@ -818,6 +821,22 @@ class SecurityTest(unittest.TestCase):
         self.assertNotIn("offloadEngine", default)
         self.assertEqual(default["securityContext"]["runAsUser"], 65532)
 
+    def test_shared_relay_sockets_add_only_what_the_kernel_wants(self):
+        """dataplane.relaySockets=shared: the env that turns them on, root, and BPF, NET_ADMIN
+        and NET_RAW added (tests/interop/offload_capabilities_test.py --relay-sockets runs
+        kturnd with exactly these and with each taken away)."""
+        spec = one(SHARED, "Dataplane", "default")["spec"]
+        self.assertIn({"name": "KTURN_RELAY_SOCKETS", "value": "shared"}, spec["env"])
+        self.assertNotIn("offloadEngine", spec)
+        ctx = spec["containerSecurityContext"]
+        self.assertEqual(spec["securityContext"]["runAsUser"], 0)
+        self.assertEqual(ctx["capabilities"]["drop"], ["ALL"])
+        self.assertEqual(set(ctx["capabilities"]["add"]),
+                         {"NET_BIND_SERVICE", "BPF", "NET_ADMIN", "NET_RAW"})
+        self.assertIs(ctx["allowPrivilegeEscalation"], False)
+        self.assertNotIn("KTURN_RELAY_SOCKETS",
+                         {e["name"] for e in one(DEFAULT, "Dataplane", "default")["spec"]["env"]})
+
     def test_restricted_namespace(self):
         ns = one(FULL, "Namespace", NAMESPACE)
         self.assertEqual(ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
@@ -827,7 +846,7 @@ class SecurityTest(unittest.TestCase):
 class DataplaneTest(unittest.TestCase):
     def test_the_api_server_accepts_it(self):
         kubeconfig = os.path.join(os.environ["KTURN_CONTROL_PLANE"], "kubeconfig")
-        for case, objects in dict(RENDERS, offload=OFFLOAD).items():
+        for case, objects in dict(RENDERS, offload=OFFLOAD, shared=SHARED).items():
             with self.subTest(case=case):
                 r = subprocess.run([helm.KUBECTL, "--kubeconfig", kubeconfig, "apply",
                                     "--dry-run=server", "-f", "-"], capture_output=True,
@@ -838,7 +857,7 @@ class DataplaneTest(unittest.TestCase):
     def test_sets_only_fields_the_operator_reads(self):
         body = function_body("src/k8s/stunner_api.cc", r"Dataplane readDataplane\(")
         read_fields = set(re.findall(r'"([a-z][A-Za-z]*)"', body))
-        for case, objects in dict(RENDERS, offload=OFFLOAD).items():
+        for case, objects in dict(RENDERS, offload=OFFLOAD, shared=SHARED).items():
             spec = one(objects, "Dataplane", "default")["spec"]
             with self.subTest(case=case):
                 self.assertLessEqual(set(spec), read_fields)

@@ -14,16 +14,23 @@ turnutils_peer:
     (naming the capabilities), the kernel relays nothing, and the call still echoes every
     message: the documented fallback.
 
+With --relay-sockets, the same for dataplane.relaySockets=shared (docs/offload.md#relay-ports-
+without-a-socket-each): with the render's env and capabilities kturnd relays the call from
+shared relay sockets (/status admin.relay_sockets), and without any one of BPF, NET_ADMIN and
+NET_RAW it says so and keeps a socket per allocation, the call echoed all the same.
+
 Needs root: exits 77 (skipped) without it.
 Network safety: all traffic stays in the namespace this test makes and deletes.
 """
 
 import argparse
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -31,22 +38,34 @@ import offload_clients_test as oc  # noqa: E402
 
 SKIP = 77
 NEEDED = ("BPF", "PERFMON", "NET_ADMIN")
+SHARED_NEEDED = ("BPF", "NET_ADMIN", "NET_RAW")  # --relay-sockets shared
 
 
-def chart_capabilities(helm: str, chart: str) -> list:
-    """The capabilities the chart's Dataplane adds with the fast path on."""
+def chart_dataplane(helm: str, chart: str, value: str) -> dict:
+    """The chart's Dataplane spec with `value` set, after checking it runs kturnd as root with
+    every capability dropped but those it adds."""
     import yaml
     out = subprocess.run([helm, "template", "kturn", chart, "-n", "kturn-system",
-                          "--set", "dataplane.offload.engine=TC"],
-                         capture_output=True, text=True, timeout=60)
+                          "--set", value], capture_output=True, text=True, timeout=60)
     h.check(out.returncode == 0, f"helm template: {out.stderr.strip()}")
     (dataplane,) = [d for d in yaml.safe_load_all(out.stdout)
                     if d and d.get("kind") == "Dataplane"]
     spec = dataplane["spec"]
-    h.check(spec["securityContext"]["runAsUser"] == 0, "the offload Dataplane is not root")
+    h.check(spec["securityContext"]["runAsUser"] == 0, f"the Dataplane with {value} is not root")
     h.check(spec["containerSecurityContext"]["capabilities"]["drop"] == ["ALL"],
-            "the offload Dataplane does not drop every other capability")
+            f"the Dataplane with {value} does not drop every other capability")
+    return spec
+
+
+def capabilities(spec: dict) -> list:
     return spec["containerSecurityContext"]["capabilities"]["add"]
+
+
+def setpriv(granted: list) -> list:
+    """Runs a command as root with exactly `granted` capabilities, as the container runtime
+    runs a root container with capabilities dropped and added."""
+    bounding = ",".join(["-all"] + [f"+{c.lower()}" for c in granted])
+    return ["setpriv", f"--bounding-set={bounding}", "--inh-caps=-all", "--"]
 
 
 def stop(kturnd: h.Proc) -> None:
@@ -55,18 +74,56 @@ def stop(kturnd: h.Proc) -> None:
     h.check(kturnd.wait(10) == 0, "kturnd did not exit cleanly on SIGINT")
 
 
+def shared_relay_sockets(args: argparse.Namespace, workdir: str, layout: "oc.Layout") -> None:
+    """dataplane.relaySockets=shared: kturnd with the env and the capabilities of the render
+    serves its relay ports from shared sockets; without BPF, NET_ADMIN or NET_RAW it says so and
+    keeps a socket per allocation. A uclient call is echoed in every case."""
+    spec = chart_dataplane(args.helm, args.chart, "dataplane.relaySockets=shared")
+    env = {e["name"]: e.get("value") for e in spec.get("env", [])}
+    h.check(env.get("KTURN_RELAY_SOCKETS") == "shared", f"the Dataplane's env: {env}")
+    caps = capabilities(spec)
+    h.check(set(SHARED_NEEDED) <= set(caps), f"the chart's Dataplane adds {caps}")
+    print(f"the chart's shared-relay-sockets Dataplane: root with {', '.join(caps)}, "
+          f"KTURN_RELAY_SOCKETS=shared")
+    cases = [("the chart's", caps)] + [(f"without {c}", [x for x in caps if x != c])
+                                       for c in SHARED_NEEDED]
+    for n, (name, granted) in enumerate(cases):
+        kturnd = oc.start_kturnd(layout, "None", args.kturnd, workdir, setpriv(granted),
+                                 tag=f"-shared-{n}", args=["--relay-sockets", "shared"])
+        oc.uclient_call(layout, workdir, tag=f"-shared-{n}")
+        with h.in_netns(layout.server_ns):
+            with urllib.request.urlopen(f"http://{layout.listener_ip}:9086/status",
+                                        timeout=5) as r:
+                relay = json.loads(r.read())["admin"].get("relay_sockets")
+        log = kturnd.output()
+        stop(kturnd)
+        if granted == caps:
+            h.check(relay is not None and relay.get("mode") == "shared" and
+                    relay.get("shared_addresses", 0) > 0,
+                    f"{name} capabilities: /status admin.relay_sockets {relay}:\n{log}")
+            print(f"{name} capabilities: the call relayed from {relay['shared_addresses']} "
+                  f"shared relayed addresses")
+            continue
+        warning = re.search(r"warn.*relay sockets: .*a socket per allocation", log)
+        h.check(warning is not None and relay is None,
+                f"{name}: kturnd did not fall back to a socket per allocation, saying why "
+                f"(/status {relay}):\n{log}")
+        print(f"{name}: '{warning.group(0).split('] ', 1)[-1]}'; the call echoed")
+
+
 def body(args: argparse.Namespace, workdir: str) -> None:
-    caps = chart_capabilities(args.helm, args.chart)
-    h.check(set(NEEDED) <= set(caps), f"the chart's Dataplane adds {caps}")
-    print(f"the chart's offload Dataplane: root with {', '.join(caps)}")
     layout = oc.Layout("loopback")
     h.start_udp_echo_peer(workdir, host=layout.peer_ip, port=oc.PEER_PORT, netns=layout.peer_ns)
+    if args.relay_sockets:
+        return shared_relay_sockets(args, workdir, layout)
+    caps = capabilities(chart_dataplane(args.helm, args.chart, "dataplane.offload.engine=TC"))
+    h.check(set(NEEDED) <= set(caps), f"the chart's Dataplane adds {caps}")
+    print(f"the chart's offload Dataplane: root with {', '.join(caps)}")
     cases = [("the chart's", caps)] + [(f"without {c}", [x for x in caps if x != c])
                                        for c in NEEDED]
     for n, (name, granted) in enumerate(cases):
-        bounding = ",".join(["-all"] + [f"+{c.lower()}" for c in granted])
-        prefix = ["setpriv", f"--bounding-set={bounding}", "--inh-caps=-all", "--"]
-        kturnd = oc.start_kturnd(layout, "TC", args.kturnd, workdir, prefix, tag=f"-{n}")
+        kturnd = oc.start_kturnd(layout, "TC", args.kturnd, workdir, setpriv(granted),
+                                 tag=f"-{n}")
         before, after, sent = oc.uclient_call(layout, workdir, tag=f"-{n}")
         log = kturnd.output()
         stop(kturnd)
@@ -93,11 +150,14 @@ def main() -> None:
     h.add_server_args(p)
     p.add_argument("--helm", required=True, help="the helm binary (make test-tools)")
     p.add_argument("--chart", required=True, help="deploy/helm/kturn")
+    p.add_argument("--relay-sockets", action="store_true",
+                   help="the shared relay sockets' Dataplane (dataplane.relaySockets=shared) "
+                        "instead of the fast path's")
     args, _ = p.parse_known_args()
     if os.geteuid() != 0 or not os.path.isdir("/proc/sys/net"):
         print("SKIP: needs root for network namespaces and BPF")
         sys.exit(SKIP)
-    h.run_test("offload-capabilities", body, p)
+    h.run_test("offload-capabilities" + ("-shared" if args.relay_sockets else ""), body, p)
 
 
 if __name__ == "__main__":

@@ -9,19 +9,26 @@ bool ObjectCache::replace(std::vector<Object> objects) {
     fresh.insert_or_assign(key, std::move(o));
   }
   std::lock_guard lock(mutex_);
-  bool changed = !synced_ || fresh.size() != objects_.size();
-  if (!changed) {
+  bool any = !synced_ || fresh.size() != objects_.size();
+  // Without tracking the first difference settles it; with it, every changed key is wanted.
+  if (!any || tracking_) {
     for (const auto& [key, object] : fresh) {
       const auto it = objects_.find(key);
       if (it == objects_.end() || it->second.body() != object.body()) {
-        changed = true;
-        break;
+        any = true;
+        if (!tracking_) break;
+        changed(key);
+      }
+    }
+    if (tracking_) {
+      for (const auto& [key, object] : objects_) {
+        if (!fresh.contains(key)) changed(key);
       }
     }
   }
   objects_ = std::move(fresh);
   synced_ = true;
-  return changed;
+  return any;
 }
 
 bool ObjectCache::upsert(Object object) {
@@ -30,12 +37,15 @@ bool ObjectCache::upsert(Object object) {
   const auto it = objects_.find(key);
   if (it != objects_.end() && it->second.body() == object.body()) return false;
   objects_.insert_or_assign(key, std::move(object));
+  changed(key);
   return true;
 }
 
 bool ObjectCache::erase(const ObjectKey& key) {
   std::lock_guard lock(mutex_);
-  return objects_.erase(key) > 0;
+  if (objects_.erase(key) == 0) return false;
+  changed(key);
+  return true;
 }
 
 std::vector<Object> ObjectCache::snapshot() const {
@@ -61,6 +71,23 @@ size_t ObjectCache::size() const {
 bool ObjectCache::synced() const {
   std::lock_guard lock(mutex_);
   return synced_;
+}
+
+void ObjectCache::trackChanges() {
+  std::lock_guard lock(mutex_);
+  tracking_ = true;
+}
+
+std::vector<CachedChange> ObjectCache::takeChanges() {
+  std::lock_guard lock(mutex_);
+  std::vector<CachedChange> out;
+  out.reserve(changed_.size());
+  for (const ObjectKey& key : changed_) {
+    const auto it = objects_.find(key);
+    out.push_back({key, it == objects_.end() ? std::nullopt : std::optional<Object>(it->second)});
+  }
+  changed_.clear();
+  return out;
 }
 
 }  // namespace kturn::k8s

@@ -30,6 +30,60 @@ void dedupeByKey(std::vector<T>& items) {
   items = std::move(out);
 }
 
+// The position of the item `rank` puts at `target` in a vector sorted by rank, and whether it is
+// there.
+template <class T, class Rank, class Target>
+std::pair<size_t, bool> findSorted(const std::vector<T>& items, const Rank& rank,
+                                   const Target& target) {
+  auto it = std::partition_point(items.begin(), items.end(),
+                                 [&](const T& item) { return rank(item) < target; });
+  return {static_cast<size_t>(it - items.begin()), it != items.end() && rank(*it) == target};
+}
+
+// Puts `item` at a slot findSorted() gave (replacing what is there), or takes the slot's item
+// out when `item` is nullopt. Returns whether the positions after it shifted.
+template <class T>
+bool setAt(std::vector<T>& items, std::pair<size_t, bool> slot, std::optional<T> item) {
+  const auto [pos, present] = slot;
+  if (item && present) {
+    items[pos] = std::move(*item);
+    return false;
+  }
+  if (item) {
+    items.insert(items.begin() + static_cast<std::ptrdiff_t>(pos), std::move(*item));
+    return true;
+  }
+  if (!present) return false;
+  items.erase(items.begin() + static_cast<std::ptrdiff_t>(pos));
+  return true;
+}
+
+template <class Map, class Key, class Value>
+void setMapped(Map& map, const Key& key, std::optional<Value> value) {
+  if (value) {
+    map.insert_or_assign(key, std::move(*value));
+  } else {
+    map.erase(key);
+  }
+}
+
+// Adds or removes one position in an index of ascending positions, dropping emptied entries.
+template <class Key>
+void setPosition(std::map<Key, std::vector<size_t>>& index, const Key& key, size_t i, bool add) {
+  if (add) {
+    std::vector<size_t>& of = index[key];
+    auto at = std::lower_bound(of.begin(), of.end(), i);
+    if (at == of.end() || *at != i) of.insert(at, i);
+    return;
+  }
+  auto entry = index.find(key);
+  if (entry == index.end()) return;
+  std::vector<size_t>& of = entry->second;
+  auto at = std::lower_bound(of.begin(), of.end(), i);
+  if (at != of.end() && *at == i) of.erase(at);
+  if (of.empty()) index.erase(entry);
+}
+
 int routeOrder(k8s::RouteKind kind) {
   switch (kind) {
     case k8s::RouteKind::kStunnerUdp:
@@ -46,8 +100,7 @@ int routeOrder(k8s::RouteKind kind) {
 
 ClusterSnapshot ClusterSnapshot::fromObjects(std::vector<k8s::Object> objects) {
   ClusterSnapshot s;
-  s.objects_ = std::move(objects);
-  for (const k8s::Object& o : s.objects_) {
+  for (const k8s::Object& o : objects) {
     const std::string group = o.group();
     const std::string_view kind = o.kind();
     if (group == k8s::kGatewayGroup && kind == "GatewayClass") {
@@ -75,6 +128,10 @@ ClusterSnapshot ClusterSnapshot::fromObjects(std::vector<k8s::Object> objects) {
     } else if (group.empty() && kind == "Namespace") {
       s.namespaces_[o.name()] = o.meta().labels;
     }
+  }
+  for (k8s::Object& o : objects) {
+    ObjectIdentity identity = ObjectIdentity::of(o);
+    s.objects_.insert_or_assign(std::move(identity), std::move(o));
   }
   dedupeByKey(s.gatewayClasses_);
   dedupeByKey(s.gateways_);
@@ -104,31 +161,165 @@ ClusterSnapshot ClusterSnapshot::fromObjects(std::vector<k8s::Object> objects) {
   return s;
 }
 
+bool sameObjectVersion(const k8s::Object& a, const k8s::Object& b) {
+  const std::string& rvA = a.meta().resourceVersion;
+  const std::string& rvB = b.meta().resourceVersion;
+  if (!rvA.empty() && !rvB.empty()) return rvA == rvB;
+  return a.body() == b.body();
+}
+
+std::vector<ObjectChange> ClusterSnapshot::apply(std::vector<ObjectUpdate> updates) {
+  std::vector<ObjectChange> out;
+  Shifted shifted;
+  for (ObjectUpdate& u : updates) {
+    auto it = objects_.find(u.identity);
+    if (it == objects_.end() && !u.object) continue;
+    if (it != objects_.end() && u.object && sameObjectVersion(it->second, *u.object)) continue;
+    ObjectChange change;
+    if (it != objects_.end()) change.before = std::move(it->second);
+    if (u.object) {
+      change.after = *u.object;
+      place(change.before ? &*change.before : nullptr, &*change.after, shifted);
+      if (it != objects_.end()) {
+        it->second = std::move(*u.object);
+      } else {
+        objects_.emplace(std::move(u.identity), std::move(*u.object));
+      }
+    } else {
+      place(&*change.before, nullptr, shifted);
+      objects_.erase(it);
+    }
+    out.push_back(std::move(change));
+  }
+  if (shifted.gateways) indexGateways();
+  if (shifted.services) indexServices();
+  if (shifted.slices) indexSlices();
+  if (shifted.routes) indexRoutes();
+  return out;
+}
+
+// The typed view of one object (`after`, or its removal when null), as fromObjects() decodes it.
+void ClusterSnapshot::place(const k8s::Object* before, const k8s::Object* after, Shifted& shifted) {
+  const k8s::Object& o = after != nullptr ? *after : *before;
+  const std::string group = o.group();
+  const std::string_view kind = o.kind();
+  const k8s::ObjectKey key = o.key();
+  auto byKey = [](const auto& item) { return item.meta.key(); };
+  if (group == k8s::kGatewayGroup && kind == "GatewayClass") {
+    setAt(gatewayClasses_, findSorted(gatewayClasses_, byKey, key),
+          after ? std::optional(k8s::readGatewayClass(*after)) : std::nullopt);
+  } else if (group == k8s::kGatewayGroup && kind == "Gateway") {
+    shifted.gateways |= setAt(gateways_, findSorted(gateways_, byKey, key),
+                              after ? std::optional(k8s::readGateway(*after)) : std::nullopt);
+  } else if (group == k8s::kGatewayGroup && kind == "ReferenceGrant") {
+    setAt(referenceGrants_, findSorted(referenceGrants_, byKey, key),
+          after ? std::optional(k8s::readReferenceGrant(*after)) : std::nullopt);
+  } else if (k8s::routeKindOf(o.meta())) {
+    placeRoute(o, after, shifted);
+  } else if (group == k8s::kStunnerGroup && kind == "GatewayConfig") {
+    setMapped(gatewayConfigs_, key,
+              after ? std::optional(k8s::readGatewayConfig(*after)) : std::nullopt);
+  } else if (group == k8s::kStunnerGroup && kind == "Dataplane") {
+    setMapped(dataplanes_, key.name,
+              after ? std::optional(k8s::readDataplane(*after)) : std::nullopt);
+  } else if (group == k8s::kStunnerGroup && kind == "StaticService") {
+    setMapped(staticServices_, key,
+              after ? std::optional(k8s::readStaticService(*after)) : std::nullopt);
+  } else if (group.empty() && kind == "Service") {
+    const auto slot = findSorted(services_, byKey, key);
+    const bool inPlace = slot.second && after != nullptr && !shifted.services;
+    if (inPlace) indexService(slot.first, false);
+    shifted.services |=
+        setAt(services_, slot, after ? std::optional(k8s::readService(*after)) : std::nullopt);
+    if (inPlace) indexService(slot.first, true);
+  } else if (group == "discovery.k8s.io" && kind == "EndpointSlice") {
+    const auto slot = findSorted(endpointSlices_, byKey, key);
+    const bool inPlace = slot.second && after != nullptr && !shifted.slices;
+    if (inPlace) indexSlice(slot.first, false);
+    shifted.slices |= setAt(endpointSlices_, slot,
+                            after ? std::optional(k8s::readEndpointSlice(*after)) : std::nullopt);
+    if (inPlace) indexSlice(slot.first, true);
+  } else if (group.empty() && kind == "Secret") {
+    setMapped(secrets_, key, after ? std::optional(k8s::readSecret(*after)) : std::nullopt);
+  } else if (group.empty() && kind == "Node") {
+    setAt(nodes_, findSorted(nodes_, byKey, key),
+          after ? std::optional(k8s::readNode(*after)) : std::nullopt);
+  } else if (group.empty() && kind == "Namespace") {
+    setMapped(namespaces_, key.name, after ? std::optional(after->meta().labels) : std::nullopt);
+  }
+}
+
+void ClusterSnapshot::placeRoute(const k8s::Object& o, const k8s::Object* after, Shifted& shifted) {
+  const k8s::RouteKind routeKind = *k8s::routeKindOf(o.meta());
+  auto rank = [](const k8s::Route& r) { return std::pair(routeOrder(r.routeKind), r.meta.key()); };
+  const auto slot = findSorted(routes_, rank, std::pair(routeOrder(routeKind), o.key()));
+  const bool inPlace = slot.second && after != nullptr && !shifted.routes;
+  if (inPlace) indexRoute(slot.first, false);
+  shifted.routes |=
+      setAt(routes_, slot, after ? std::optional(k8s::readRoute(*after, routeKind)) : std::nullopt);
+  if (inPlace) indexRoute(slot.first, true);
+}
+
 // Lookups the renderer makes per Gateway and per route: without these indexes a render of
 // 1,000 Gateways took seconds (every Gateway scanned every route, and each of those scanned
 // every route again for masking).
 void ClusterSnapshot::buildIndexes() {
+  indexGateways();
+  indexServices();
+  indexSlices();
+  indexRoutes();
+}
+
+void ClusterSnapshot::indexGateways() {
+  gatewayIndex_.clear();
   for (size_t i = 0; i < gateways_.size(); ++i) gatewayIndex_.emplace(gateways_[i].meta.key(), i);
+}
+
+void ClusterSnapshot::indexServices() {
+  serviceIndex_.clear();
+  servicesByRelatedGateway_.clear();
   for (size_t i = 0; i < services_.size(); ++i) {
-    const k8s::Service& svc = services_[i];
-    serviceIndex_.emplace(svc.meta.key(), i);
-    auto related = svc.meta.annotations.find(std::string(kRelatedGatewayName));
-    if (related != svc.meta.annotations.end()) {
-      servicesByRelatedGateway_[related->second].push_back(i);
-    }
+    serviceIndex_.emplace(services_[i].meta.key(), i);
+    indexService(i, true);
   }
-  for (size_t i = 0; i < endpointSlices_.size(); ++i) {
-    const k8s::EndpointSlice& es = endpointSlices_[i];
-    slicesByService_[{es.meta.ns, es.serviceName}].push_back(i);
-  }
+}
+
+void ClusterSnapshot::indexSlices() {
+  slicesByService_.clear();
+  for (size_t i = 0; i < endpointSlices_.size(); ++i) indexSlice(i, true);
+}
+
+void ClusterSnapshot::indexRoutes() {
+  stunnerUdpRoutes_.clear();
+  routeIndex_.clear();
+  routesByParent_.clear();
   for (size_t i = 0; i < routes_.size(); ++i) {
     const k8s::Route& r = routes_[i];
     if (r.routeKind == k8s::RouteKind::kStunnerUdp) stunnerUdpRoutes_.insert(r.meta.key());
     routeIndex_.emplace(std::pair{r.routeKind, r.meta.key()}, i);
-    for (const k8s::ParentReference& p : r.parentRefs) {
-      std::vector<size_t>& of = routesByParent_[{p.ns.value_or(r.meta.ns), p.name}];
-      if (of.empty() || of.back() != i) of.push_back(i);
-    }
+    indexRoute(i, true);
+  }
+}
+
+// The content-derived index entries of one element, added or taken out (its position and key
+// stay: a change in place).
+void ClusterSnapshot::indexService(size_t i, bool add) {
+  const k8s::Service& svc = services_[i];
+  auto related = svc.meta.annotations.find(std::string(kRelatedGatewayName));
+  if (related != svc.meta.annotations.end()) {
+    setPosition(servicesByRelatedGateway_, related->second, i, add);
+  }
+}
+
+void ClusterSnapshot::indexSlice(size_t i, bool add) {
+  const k8s::EndpointSlice& es = endpointSlices_[i];
+  setPosition(slicesByService_, k8s::ObjectKey{es.meta.ns, es.serviceName}, i, add);
+}
+
+void ClusterSnapshot::indexRoute(size_t i, bool add) {
+  const k8s::Route& r = routes_[i];
+  for (const k8s::ParentReference& p : r.parentRefs) {
+    setPosition(routesByParent_, k8s::ObjectKey{p.ns.value_or(r.meta.ns), p.name}, i, add);
   }
 }
 

@@ -66,6 +66,7 @@ ControllerStats Controller::stats() const {
 void Controller::markDirty() {
   {
     std::lock_guard lock(mutex_);
+    if (!dirty_) dirtiedAt_ = std::chrono::steady_clock::now();
     dirty_ = true;
   }
   wake_.notify_all();
@@ -86,6 +87,7 @@ void Controller::run() {
         return;
       }
       dirty_ = false;
+      answeringSince_ = dirtiedAt_;
     }
     if (!cluster_.synced()) {  // the first lists are not all in; their arrival marks us dirty
       wait = options_.resync;
@@ -99,28 +101,38 @@ void Controller::run() {
 }
 
 bool Controller::reconcile(bool full) {
+  const auto startedAt = std::chrono::steady_clock::now();
   bool leading;
   bool gained;
+  std::chrono::steady_clock::time_point dirtiedAt;
   {
     std::lock_guard lock(mutex_);
     leading = leading_;
     gained = leadershipGained_;
     leadershipGained_ = false;
+    dirtiedAt = answeringSince_;
   }
   RenderOptions renderOptions = options_.render;
   renderOptions.transitionTime = utcNowRfc3339();
-  const RenderDelta delta = renderer_.update(ClusterSnapshot::fromObjects(cluster_.snapshot()),
-                                             renderOptions, full || fullNext_ || gained);
+  // The changes first: one made during the copy below is then in the next reconcile's.
+  std::vector<ObjectUpdate> changes = cluster_.takeChanges();
+  const RenderDelta delta =
+      full || fullNext_ || gained
+          ? renderer_.update(ClusterSnapshot::fromObjects(cluster_.snapshot()), renderOptions, true)
+          : renderer_.apply(std::move(changes), renderOptions);
+  const auto renderedAt = std::chrono::steady_clock::now();
   const int64_t nowUnix = std::chrono::duration_cast<std::chrono::seconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
   ConfigPublisher::Outcome published;
   OwnedObjectApplier::Outcome applied;
   StatusWriter::Outcome statuses;
+  std::chrono::steady_clock::time_point publishedAt;
   if (delta.full) {
     const RenderResult result = renderer_.result();
     for (const std::string& problem : result.problems) logger()->warn("render: {}", problem);
     published = publisher_.publish(result.gateways, nowUnix);
+    publishedAt = std::chrono::steady_clock::now();
     if (leading) {
       if (gained) applier_.forget();
       applied = applier_.apply(result.gateways);
@@ -128,6 +140,7 @@ bool Controller::reconcile(bool full) {
     }
   } else {
     published = publisher_.publishChanges(delta.gateways, delta.removed, nowUnix);
+    publishedAt = std::chrono::steady_clock::now();
     if (leading) {
       applied = applier_.applyChanges(delta.gateways, delta.removed);
       statuses = statusWriter_.write(delta.statuses);
@@ -154,6 +167,10 @@ bool Controller::reconcile(bool full) {
   stats_.configsRejected += published.rejected;
   stats_.gateways = renderer_.gatewayCount();
   stats_.configsServed = published.served;
+  stats_.dirtiedAt = dirtiedAt;
+  stats_.startedAt = startedAt;
+  stats_.renderedAt = renderedAt;
+  stats_.publishedAt = publishedAt;
   return ok;
 }
 

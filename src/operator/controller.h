@@ -1,8 +1,9 @@
 // The operator's control loop (DESIGN.md §4): watched cluster → renderer → appliers.
 //
 //   informer threads ──change──▶ dirty ──debounce──▶ reconcile():
-//       snapshot of every cache → render() → CDS (every replica) → owned objects and statuses
-//       (the leader only)
+//       the objects that changed (WatchedCluster::takeChanges) → the snapshot updated in place
+//       → IncrementalRenderer → CDS (every replica) → owned objects and statuses (the leader
+//       only)
 //
 // One reconcile thread, at most one render per debounce window: a change after a quiet spell
 // renders at once, changes arriving within the window after a render (the rest of a burst of
@@ -10,8 +11,8 @@
 // at its end. Each render is incremental (IncrementalRenderer): only the Gateways and route
 // statuses a change reaches, and only their configs, objects and statuses go to the appliers.
 // The first render, the periodic resync, a leadership gain and the reconcile after a failed
-// write render and apply everything. Writes that fail are retried after a delay; nothing is
-// written before every kind has been listed once.
+// write build the snapshot from a copy of every cache and render and apply everything. Writes that
+// fail are retried after a delay; nothing is written before every kind has been listed once.
 #pragma once
 
 #include <atomic>
@@ -56,6 +57,12 @@ struct ControllerStats {
   // The last reconcile's.
   uint64_t gateways = 0;
   uint64_t configsServed = 0;
+  // When the first change it answers marked the controller dirty, and when it started, had
+  // rendered and had published to CDS (kturn-render-bench breaks a change's latency down so).
+  std::chrono::steady_clock::time_point dirtiedAt{};
+  std::chrono::steady_clock::time_point startedAt{};
+  std::chrono::steady_clock::time_point renderedAt{};
+  std::chrono::steady_clock::time_point publishedAt{};
   // Now.
   bool leading = false;
   bool synced = false;  // every watched kind listed once: the operator may render
@@ -94,6 +101,8 @@ class Controller {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool dirty_ = true;
+  std::chrono::steady_clock::time_point dirtiedAt_{};       // when dirty_ last became true
+  std::chrono::steady_clock::time_point answeringSince_{};  // dirtiedAt_ the reconcile answers
   bool stopping_ = false;
   bool leading_ = false;
   bool leadershipGained_ = false;

@@ -46,41 +46,6 @@ class IncrementalRenderer::ClusterMemo {
   std::map<size_t, Entry> memo_;
 };
 
-namespace {
-
-// Identity of an object across snapshots: (apiVersion, kind, namespace, name).
-bool identityLess(const k8s::Object* a, const k8s::Object* b) {
-  return std::tie(a->meta().apiVersion, a->meta().kind, a->meta().ns, a->meta().name) <
-         std::tie(b->meta().apiVersion, b->meta().kind, b->meta().ns, b->meta().name);
-}
-
-// The objects by identity; of two with one identity the later, as ClusterSnapshot keeps it.
-std::vector<const k8s::Object*> byIdentity(const ClusterSnapshot& snapshot) {
-  std::vector<const k8s::Object*> out;
-  out.reserve(snapshot.objects().size());
-  for (const k8s::Object& o : snapshot.objects()) out.push_back(&o);
-  std::stable_sort(out.begin(), out.end(), identityLess);
-  std::vector<const k8s::Object*> last;
-  last.reserve(out.size());
-  for (const k8s::Object* o : out) {
-    if (!last.empty() && !identityLess(last.back(), o)) {
-      last.back() = o;
-    } else {
-      last.push_back(o);
-    }
-  }
-  return last;
-}
-
-bool sameVersion(const k8s::Object& a, const k8s::Object& b) {
-  const std::string& rvA = a.meta().resourceVersion;
-  const std::string& rvB = b.meta().resourceVersion;
-  if (!rvA.empty() && !rvB.empty()) return rvA == rvB;
-  return a.body() == b.body();
-}
-
-}  // namespace
-
 IncrementalRenderer::RouteId IncrementalRenderer::RouteId::of(k8s::RouteKind kind,
                                                               k8s::ObjectKey key) {
   int order = 0;
@@ -98,28 +63,33 @@ IncrementalRenderer::RouteId IncrementalRenderer::RouteId::of(k8s::RouteKind kin
   return {order, kind, std::move(key)};
 }
 
+// One version of a changed object: what it reaches, and itself if it is a unit. False when it
+// reaches every Gateway.
+bool IncrementalRenderer::reach(const k8s::Object& o, Changes& out) {
+  std::optional<std::vector<SnapshotRead>> reads = readsReachedBy(o);
+  if (!reads) return false;
+  out.reads.insert(reads->begin(), reads->end());
+  if (o.group() == k8s::kGatewayGroup && o.kind() == "Gateway") out.gateways.insert(o.key());
+  if (auto kind = k8s::routeKindOf(o.meta())) out.routes.insert(RouteId::of(*kind, o.key()));
+  return true;
+}
+
 bool IncrementalRenderer::diff(const ClusterSnapshot& before, const ClusterSnapshot& after,
                                Changes& out) {
-  const std::vector<const k8s::Object*> was = byIdentity(before);
-  const std::vector<const k8s::Object*> is = byIdentity(after);
-  // One version of a changed object: what it reaches, and itself if it is a unit.
-  auto reach = [&out](const k8s::Object& o) {
-    std::optional<std::vector<SnapshotRead>> reads = readsReachedBy(o);
-    if (!reads) return false;
-    out.reads.insert(reads->begin(), reads->end());
-    if (o.group() == k8s::kGatewayGroup && o.kind() == "Gateway") out.gateways.insert(o.key());
-    if (auto kind = k8s::routeKindOf(o.meta())) out.routes.insert(RouteId::of(*kind, o.key()));
-    return true;
-  };
-  size_t i = 0;
-  size_t j = 0;
-  while (i < was.size() || j < is.size()) {
-    if (j == is.size() || (i < was.size() && identityLess(was[i], is[j]))) {
-      if (!reach(*was[i++])) return false;  // deleted
-    } else if (i == was.size() || identityLess(is[j], was[i])) {
-      if (!reach(*is[j++])) return false;  // added
+  const auto& was = before.objects();
+  const auto& is = after.objects();
+  auto i = was.begin();
+  auto j = is.begin();
+  while (i != was.end() || j != is.end()) {
+    if (j == is.end() || (i != was.end() && i->first < j->first)) {
+      if (!reach((i++)->second, out)) return false;  // deleted
+    } else if (i == was.end() || j->first < i->first) {
+      if (!reach((j++)->second, out)) return false;  // added
     } else {
-      if (!sameVersion(*was[i], *is[j]) && (!reach(*was[i]) || !reach(*is[j]))) return false;
+      if (!sameObjectVersion(i->second, j->second) &&
+          (!reach(i->second, out) || !reach(j->second, out))) {
+        return false;
+      }
       ++i;
       ++j;
     }
@@ -140,12 +110,34 @@ void IncrementalRenderer::renderClasses() {
 
 RenderDelta IncrementalRenderer::update(ClusterSnapshot snapshot, const RenderOptions& options,
                                         bool full) {
-  RenderOptions comparable = options;
-  comparable.transitionTime = options_.transitionTime;
   Changes changes;
   const bool incremental =
-      !full && rendered_ && comparable == options_ && diff(snapshot_, snapshot, changes);
+      !full && rendered_ && sameOptions(options) && diff(snapshot_, snapshot, changes);
   snapshot_ = std::move(snapshot);
+  return renderChanges(incremental, std::move(changes), options);
+}
+
+RenderDelta IncrementalRenderer::apply(std::vector<ObjectUpdate> updates,
+                                       const RenderOptions& options) {
+  Changes changes;
+  bool incremental = rendered_ && sameOptions(options);
+  for (const ObjectChange& change : snapshot_.apply(std::move(updates))) {
+    // Both versions: what the old one reached may no longer be reached by the new one.
+    if (!incremental) continue;
+    if (change.before && !reach(*change.before, changes)) incremental = false;
+    if (change.after && !reach(*change.after, changes)) incremental = false;
+  }
+  return renderChanges(incremental, std::move(changes), options);
+}
+
+bool IncrementalRenderer::sameOptions(const RenderOptions& options) const {
+  RenderOptions comparable = options;
+  comparable.transitionTime = options_.transitionTime;
+  return comparable == options_;
+}
+
+RenderDelta IncrementalRenderer::renderChanges(bool incremental, Changes changes,
+                                               const RenderOptions& options) {
   options_ = options;
   rendered_ = true;
   renderClasses();  // ClassContexts point into snapshot_: before anything else

@@ -2,8 +2,9 @@
 // 26): with 1,000 Gateways, one EndpointSlice change re-renders the one Gateway whose route
 // reads it, not the cluster.
 //
-//   update(next snapshot):
-//     1. diff the objects against the previous snapshot (resourceVersion, else content);
+//   update(next snapshot), or apply(the objects that changed):
+//     1. diff the objects against the previous snapshot (resourceVersion, else content), or take
+//        the old and new versions of the changed ones from ClusterSnapshot::apply;
 //     2. each changed object, old and new version, → the reads it can alter (readsReachedBy);
 //        a GatewayClass, GatewayConfig or Dataplane, or other options → a full render;
 //     3. the units whose last render made one of those reads (DependencyIndex), plus the changed
@@ -60,6 +61,10 @@ class IncrementalRenderer {
   // when `full`). Options that differ from the previous update's, transitionTime aside, render
   // everything; a unit not rendered again keeps its conditions' earlier transitionTime.
   RenderDelta update(ClusterSnapshot snapshot, const RenderOptions& options, bool full = false);
+  // The same from the objects that changed (ClusterSnapshot::apply: the snapshot is updated in
+  // place, nothing else is copied or compared), as the operator's reconcile does between full
+  // renders. What the changes reach is found from each object's old and new version.
+  RenderDelta apply(std::vector<ObjectUpdate> updates, const RenderOptions& options);
 
   // The whole current state, as render(snapshot(), options) gives it (same order).
   RenderResult result() const;
@@ -94,6 +99,11 @@ class IncrementalRenderer {
 
   // False when a change reaches every Gateway (a full render is due).
   static bool diff(const ClusterSnapshot& before, const ClusterSnapshot& after, Changes& out);
+  static bool reach(const k8s::Object& version, Changes& out);
+  // Equal but for the transitionTime.
+  bool sameOptions(const RenderOptions& options) const;
+  // After snapshot_ is current: everything, or the units `changes` reaches.
+  RenderDelta renderChanges(bool incremental, Changes changes, const RenderOptions& options);
   void renderClasses();
   RenderDelta renderAll();
   // Each returns whether the unit's observable state for others changed (for a Gateway: its

@@ -47,6 +47,7 @@ WatchedCluster::WatchedCluster(k8s::ApiClient& client, std::function<void()> onC
   options.notServedIsEmpty = true;
   for (const k8s::ResourceType& type : kinds()) {
     caches_.push_back(std::make_unique<k8s::ObjectCache>(type));
+    caches_.back()->trackChanges();
     informers_.push_back(std::make_unique<k8s::Informer>(
         client, *caches_.back(), [onChange](const k8s::ResourceType&) { onChange(); }, options));
   }
@@ -73,6 +74,17 @@ std::vector<k8s::Object> WatchedCluster::snapshot() const {
   std::vector<k8s::Object> out;
   for (const auto& cache : caches_) {
     for (k8s::Object& o : cache->snapshot()) out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<ObjectUpdate> WatchedCluster::takeChanges() {
+  std::vector<ObjectUpdate> out;
+  for (const auto& cache : caches_) {
+    const k8s::ResourceType& type = cache->type();
+    for (k8s::CachedChange& c : cache->takeChanges()) {
+      out.push_back({{type.apiVersion(), type.kind, std::move(c.key)}, std::move(c.object)});
+    }
   }
   return out;
 }

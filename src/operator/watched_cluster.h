@@ -14,6 +14,7 @@
 #include "k8s/informer.h"
 #include "k8s/object_cache.h"
 #include "kturn/result.h"
+#include "operator/cluster_snapshot.h"
 
 namespace kturn::op {
 
@@ -46,6 +47,11 @@ class WatchedCluster {
   bool synced() const;
   // Every cached object of every kind.
   std::vector<k8s::Object> snapshot() const;
+  // The objects added, updated or deleted in any cache (by a watch event or a relist) since the
+  // last call, each as it is now: what ClusterSnapshot::apply() takes. A change made while this
+  // runs is in this answer or the next. Call it before snapshot() when rendering from scratch,
+  // so that nothing the copy misses is lost.
+  std::vector<ObjectUpdate> takeChanges();
   // The cached object of a kind, for status writes that compare with what is there.
   std::optional<k8s::Object> find(const std::string& apiVersion, const std::string& kind,
                                   const k8s::ObjectKey& key) const;

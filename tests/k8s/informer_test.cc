@@ -98,6 +98,36 @@ TEST_F(InformerTest, ListsThenFollowsChangesAndDeletes) {
   informer.stop();
 }
 
+// What the operator's in-place snapshot is fed with: the keys the watch events changed, each
+// with the object as it is now.
+TEST_F(InformerTest, ATrackingCacheHandsOverTheKeysItsEventsChanged) {
+  ApiClient& client = scope_.admin();
+  cache_.trackChanges();
+  Informer informer(client, cache_, nullptr, options(30s));
+  informer.start();
+  ASSERT_TRUE(eventually([&] { return informer.synced(); }));
+  const ObjectKey slice{scope_.ns("media"), "media-server-x7k2p"};
+  std::vector<CachedChange> listed = cache_.takeChanges();
+  ASSERT_EQ(listed.size(), 1u);  // the list's
+  EXPECT_EQ(listed[0].key, slice);
+  ASSERT_TRUE(client.update(resources::endpointSlice(), endpointSlice("10.244.9.12")));
+  Json another = endpointSlice("10.244.9.13");
+  another["metadata"]["name"] = "second";
+  ASSERT_TRUE(client.create(resources::endpointSlice(), another));
+  ASSERT_TRUE(eventually([&] { return cache_.size() == 2 && firstAddress() == "10.244.9.12"; }));
+  ASSERT_TRUE(client.remove(resources::endpointSlice(), scope_.ns("media"), "second"));
+  ASSERT_TRUE(eventually([&] { return cache_.size() == 1; }));
+  const std::vector<CachedChange> changes = cache_.takeChanges();
+  ASSERT_EQ(changes.size(), 2u);  // key order: media-server-x7k2p, second
+  EXPECT_EQ(changes[0].key, slice);
+  ASSERT_TRUE(changes[0].object);
+  EXPECT_EQ(changes[0].object->body()["endpoints"][0]["addresses"][0], "10.244.9.12");
+  EXPECT_EQ(changes[1].key, (ObjectKey{scope_.ns("media"), "second"}));
+  EXPECT_FALSE(changes[1].object);  // created, then deleted: gone now
+  EXPECT_TRUE(cache_.takeChanges().empty());
+  informer.stop();
+}
+
 TEST_F(InformerTest, WatchesAgainWhenTheServerEndsTheStream) {
   // timeoutSeconds=1: the API server ends every watch after a second.
   Informer informer(scope_.admin(), cache_, nullptr, options(1s));

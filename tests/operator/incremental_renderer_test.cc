@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -349,6 +350,19 @@ class RandomCluster {
     return out;
   }
 
+  // The objects put or deleted since the last call, as they are now: what the operator's
+  // caches hand ClusterSnapshot::apply().
+  std::vector<ObjectUpdate> takeUpdates() {
+    std::vector<ObjectUpdate> out;
+    for (const auto& [id, identity] : changed_) {
+      auto it = objects_.find(id);
+      out.push_back({identity, it == objects_.end() ? std::nullopt
+                                                    : std::optional<Object>(Object(it->second))});
+    }
+    changed_.clear();
+    return out;
+  }
+
   // One random change; returns what it did.
   std::string step() {
     const int kind = pick(100);
@@ -366,6 +380,7 @@ class RandomCluster {
       auto it = objects_.begin();
       std::advance(it, pick(objects_.size()));
       const std::string id = it->first;
+      changed_[id] = ObjectIdentity::of(Object(it->second));
       objects_.erase(it);
       return "delete " + id;
     }
@@ -388,6 +403,7 @@ class RandomCluster {
         body["apiVersion"].get<std::string>() + " " + body["kind"].get<std::string>() + " " +
         body["metadata"].value("namespace", "") + "/" + body["metadata"]["name"].get<std::string>();
     if (resourceVersions_) body["metadata"]["resourceVersion"] = std::to_string(++version_);
+    changed_[id] = ObjectIdentity::of(Object(body));
     objects_[id] = body;
     return "put " + id;
   }
@@ -515,6 +531,7 @@ class RandomCluster {
   const bool resourceVersions_;
   uint64_t version_ = 0;
   std::map<std::string, Json> objects_;  // by apiVersion, kind, namespace/name
+  std::map<std::string, ObjectIdentity> changed_;
 };
 
 // What a consumer applying only the deltas holds: the last output of each Gateway, the last
@@ -582,6 +599,135 @@ TEST(IncrementalRendererProperty, EqualsTheFullRenderAfterEveryRandomChange) {
   }
   // The sequences must exercise the incremental path, not only full renders.
   EXPECT_GT(incremental, steps / 2) << incremental << " of " << steps;
+}
+
+// What a render can see of a snapshot, as text: every object, the keys of each kind in order,
+// and every lookup and index answer for every key it holds.
+std::string snapshotDump(const ClusterSnapshot& s) {
+  std::string out;
+  std::set<k8s::ObjectKey> keys;
+  for (const auto& [id, o] : s.objects()) {
+    out += id.apiVersion + " " + id.kind + " " + id.key.str() + " " + o.body().dump() + "\n";
+    keys.insert(id.key);
+    keys.insert({id.key.ns, "gateway" + id.key.name.substr(id.key.name.size() - 1)});
+  }
+  for (const auto& gc : s.gatewayClasses()) out += "class " + gc.meta.name + "\n";
+  for (const auto& gw : s.gateways()) out += "gateway " + gw.meta.key().str() + "\n";
+  for (const auto& r : s.routes()) {
+    out += "route " + std::to_string(static_cast<int>(r.routeKind)) + " " + r.meta.key().str() +
+           (s.isMasked(r) ? " masked" : "") + "\n";
+  }
+  for (const auto& svc : s.services()) out += "service " + svc.meta.key().str() + "\n";
+  for (const auto& n : s.nodes()) out += "node " + n.meta.name + "\n";
+  for (const k8s::ObjectKey& key : keys) {
+    const std::string k = key.str();
+    if (s.findGateway(key) != nullptr) out += "findGateway " + k + "\n";
+    if (s.findService(key) != nullptr) out += "findService " + k + "\n";
+    if (s.findSecret(key) != nullptr) out += "findSecret " + k + "\n";
+    if (s.findStaticService(key) != nullptr) out += "findStaticService " + k + "\n";
+    if (s.findGatewayConfig(key) != nullptr) out += "findGatewayConfig " + k + "\n";
+    for (const size_t i : s.routesNaming(key)) {
+      out += "routesNaming " + k + " " + s.route(i).meta.key().str() + " " +
+             std::to_string(static_cast<int>(s.route(i).routeKind)) + "\n";
+    }
+    for (const auto* svc : s.servicesRelatedTo(key)) {
+      out += "servicesRelatedTo " + k + " " + svc->meta.key().str() + "\n";
+    }
+    for (const auto* es : s.endpointSlicesOf(key)) {
+      out += "endpointSlicesOf " + k + " " + es->meta.key().str() + "\n";
+    }
+    for (const auto* rg : s.referenceGrantsIn(key.ns)) {
+      out += "referenceGrantsIn " + key.ns + " " + rg->meta.name + "\n";
+    }
+    if (auto labels = s.namespaceLabels(key.name)) out += "namespace " + key.name + "\n";
+    for (const auto kind :
+         {k8s::RouteKind::kStunnerUdp, k8s::RouteKind::kStunnerTcp, k8s::RouteKind::kGatewayUdp}) {
+      if (auto i = s.findRoute(kind, key)) {
+        out += "findRoute " + k + " " + s.route(*i).meta.key().str() + "\n";
+      }
+    }
+  }
+  return out;
+}
+
+// The operator's path between full renders: the changed objects applied to the snapshot in
+// place (several changes folded into one apply, as the debounce folds them), with a resync now
+// and then. After each apply the snapshot equals one built from scratch, the render equals
+// render() of it, and a consumer of the deltas holds the same.
+TEST(IncrementalRendererProperty, TheSnapshotUpdatedInPlaceEqualsOneBuiltFromScratch) {
+  constexpr int kSeeds = 24;
+  constexpr int kSteps = 150;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  int incremental = 0;
+  int steps = 0;
+  for (uint32_t seed = 1; seed <= kSeeds; ++seed) {
+    RandomCluster cluster(seed, /*resourceVersions=*/seed % 2 == 0);
+    std::mt19937 rng(seed);
+    RenderOptions options{.transitionTime = "2024-01-01T00:00:00Z"};
+    options.enforceReferenceGrants = seed % 3 == 1;
+    options.relayToClusterIP = seed % 4 != 2;
+    options.endpointDiscovery = seed % 5 != 3;
+    options.dataplaneNetworkPolicy = seed % 2 == 1;
+    IncrementalRenderer renderer;
+    DeltaMirror mirror;
+    std::vector<std::string> history{"initial"};
+    (void)cluster.takeUpdates();
+    mirror.apply(renderer.update(ClusterSnapshot::fromObjects(cluster.objects()), options, true),
+                 renderer);
+    for (int step = 1; step < kSteps && std::chrono::steady_clock::now() < deadline; ++step) {
+      const int folded = 1 + static_cast<int>(rng() % 3);
+      for (int i = 0; i < folded; ++i) history.push_back(cluster.step());
+      RenderDelta delta;
+      if (rng() % 25 == 0) {  // the resync
+        (void)cluster.takeUpdates();
+        history.push_back("(resync)");
+        delta = renderer.update(ClusterSnapshot::fromObjects(cluster.objects()), options, true);
+      } else {
+        delta = renderer.apply(cluster.takeUpdates(), options);
+      }
+      incremental += !delta.full;
+      ++steps;
+      mirror.apply(delta, renderer);
+      const ClusterSnapshot scratch = ClusterSnapshot::fromObjects(cluster.objects());
+      auto context = [&] {
+        std::string s = "seed " + std::to_string(seed) + ", step " + std::to_string(step) + ":";
+        for (size_t i = history.size() > 8 ? history.size() - 8 : 0; i < history.size(); ++i) {
+          s += "\n  " + history[i];
+        }
+        return s;
+      };
+      ASSERT_EQ(snapshotDump(renderer.snapshot()), snapshotDump(scratch)) << context();
+      const RenderResult full = render(scratch, options);
+      ASSERT_EQ(dump(renderer.result()), dump(full)) << context();
+      ASSERT_EQ(dump(render(renderer.snapshot(), options)), dump(full)) << context();
+      std::map<std::string, std::string> wanted;
+      for (const GatewayOutput& g : full.gateways) wanted[g.gateway.str()] = dump(g);
+      ASSERT_EQ(mirror.gateways, wanted) << context();
+      for (const StatusUpdate& s : full.statuses) {
+        ASSERT_EQ(mirror.statuses[s.apiVersion + " " + s.kind + " " + s.key.str()], dump(s))
+            << context();
+      }
+    }
+  }
+  EXPECT_GT(incremental, steps / 2) << incremental << " of " << steps;
+}
+
+TEST(ClusterSnapshotApply, AnUnchangedVersionChangesNothingAndADeleteOfNothingIsNothing) {
+  Json slice = endpointSlice("a", "es", "svc", {"10.1.0.1"});
+  slice["metadata"]["resourceVersion"] = "7";
+  ClusterSnapshot s = ClusterSnapshot::fromObjects({Object(slice)});
+  EXPECT_TRUE(s.apply({{ObjectIdentity::of(Object(slice)), Object(slice)}}).empty());
+  EXPECT_TRUE(s.apply({{{"v1", "Service", {"a", "gone"}}, std::nullopt}}).empty());
+  slice["metadata"]["resourceVersion"] = "8";
+  slice["endpoints"][0]["addresses"][0] = "10.1.0.2";
+  const std::vector<ObjectChange> changes =
+      s.apply({{ObjectIdentity::of(Object(slice)), Object(slice)}});
+  ASSERT_EQ(changes.size(), 1u);
+  ASSERT_TRUE(changes[0].before && changes[0].after);
+  EXPECT_EQ(changes[0].before->meta().resourceVersion, "7");
+  EXPECT_EQ(changes[0].after->meta().resourceVersion, "8");
+  ASSERT_EQ(s.endpointSlicesOf({"a", "svc"}).size(), 1u);
+  EXPECT_EQ(s.endpointSlicesOf({"a", "svc"})[0]->endpoints[0].addresses[0], "10.1.0.2");
 }
 
 }  // namespace

@@ -336,9 +336,10 @@ def offload_cost(c: Cluster, args: argparse.Namespace, turn: tuple, media: str,
     for engine in ("TC", "None"):
         c.kubectl("patch", "dataplane", "default", "--type", "merge",
                   "-p", json.dumps({"spec": {"offloadEngine": engine}}))
+        # /status has offload_status while an engine is configured; with None, none at all.
         want = "TC on " if engine == "TC" else "None"
         wait_for(f"the kturnd pod's offload {engine}", lambda: kturnd_status(kturnd_ip)[
-            "admin"].get("offload_status", {}).get("attached", "").startswith(want), 30)
+            "admin"].get("offload_status", {}).get("attached", "None").startswith(want), 30)
         marginal = []
         for _ in range(rounds):
             direct = bench_run(args, ["--direct", *load])

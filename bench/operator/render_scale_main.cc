@@ -5,13 +5,16 @@
 //   2. the first publish to a real CdsServer (validate every config, store, push);
 //   3. --changes single endpoint changes, end to end: the changed EndpointSlice → snapshot +
 //      render + publish → the new config arriving at a CdsClient watching that Gateway over a
-//      WebSocket on 127.0.0.1 (what a kturnd sees); once the old way (render() of everything,
-//      publish() of every config: --full alone) and once as the controller does it now
-//      (IncrementalRenderer::update, publishChanges: the default runs both);
+//      WebSocket on 127.0.0.1 (what a kturnd sees); once the old way (a snapshot decoded from a
+//      copy of every object, render() of everything, publish() of every config: --full alone)
+//      and once as the controller does it now (the changed object applied to the snapshot in
+//      place by IncrementalRenderer::apply, publishChanges: --incremental alone; the default
+//      runs both);
 //   4. with --kubeconfig, the same step against a real kube-apiserver: the objects created there
 //      (--api-gateways of them), a Controller (a follower: it serves CDS, writes nothing)
 //      watching them, and each change a merge patch of one EndpointSlice through the API server
-//      → the operator's informer → render → CDS → the watching client.
+//      → the operator's informer → render → CDS → the watching client, broken down by the
+//      moments the controller notes (ControllerStats::dirtiedAt ... publishedAt).
 // Prints median, p99 and max; not a test (it asserts nothing but that each change arrives).
 //
 //   kturn-render-bench [--gateways 1000] [--endpoints 10000] [--repeat 5] [--changes 100]
@@ -24,7 +27,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -46,6 +51,10 @@ namespace {
 using kturn::k8s::Json;
 using kturn::k8s::Object;
 using Clock = std::chrono::steady_clock;
+
+double msBetween(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
 
 double msSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -138,9 +147,10 @@ class Watcher {
     auto w = std::unique_ptr<Watcher>(new Watcher(std::move(*client)));
     Watcher* self = w.get();
     (void)self->client_->watch({.on_config = [self](kturn::config::StunnerConfig c) {
+      const auto now = Clock::now();
       std::lock_guard lock(self->mutex_);
       for (const auto& cluster : c.clusters) {
-        self->seen_.insert(self->seen_.end(), cluster.endpoints.begin(), cluster.endpoints.end());
+        for (const std::string& e : cluster.endpoints) self->seen_.emplace(e, now);
       }
       ++self->received_;
       self->arrived_.notify_all();
@@ -149,11 +159,14 @@ class Watcher {
   }
   ~Watcher() { client_->stop(); }
 
-  bool waitFor(const std::string& endpoint, std::chrono::seconds limit) {
+  // When the first config holding `endpoint` arrived; nullopt after `limit`.
+  std::optional<Clock::time_point> waitFor(const std::string& endpoint,
+                                           std::chrono::seconds limit) {
     std::unique_lock lock(mutex_);
-    return arrived_.wait_for(lock, limit, [&] {
-      return std::find(seen_.begin(), seen_.end(), endpoint) != seen_.end();
-    });
+    if (!arrived_.wait_for(lock, limit, [&] { return seen_.contains(endpoint); })) {
+      return std::nullopt;
+    }
+    return seen_.at(endpoint);
   }
   bool waitAny(std::chrono::seconds limit) {
     std::unique_lock lock(mutex_);
@@ -165,7 +178,7 @@ class Watcher {
   std::unique_ptr<kturn::cds::CdsClient> client_;
   std::mutex mutex_;
   std::condition_variable arrived_;
-  std::vector<std::string> seen_;
+  std::map<std::string, Clock::time_point> seen_;  // endpoint → first config holding it
   size_t received_ = 0;
 };
 
@@ -174,7 +187,7 @@ void report(const char* what, std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
   const size_t n = ms.size();
   const size_t p99 = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(n))) - 1;
-  std::printf("  %-44s median %7.1f ms  p99 %7.1f ms  max %7.1f ms  (%zu changes)\n", what,
+  std::printf("  %-52s median %7.1f ms  p99 %7.1f ms  max %7.1f ms  (%zu changes)\n", what,
               ms[n / 2], ms[std::min(p99, n - 1)], ms.back(), n);
 }
 
@@ -191,6 +204,10 @@ std::vector<Object> objectsOf(std::vector<Json> bodies) {
 }
 
 // Step 3: `changes` endpoint changes of the last Gateway's slice, each until the watcher has it.
+// Before (`full`): as the controller did before issue 26, a copy of every cached object decoded
+// into a snapshot, render() of everything and publish() of every config. After: as it does now,
+// the one changed object applied to the snapshot in place (IncrementalRenderer::apply), the
+// Gateways it reaches rendered, and only those published.
 int endpointChanges(bool full, int changes, int gateways, int endpoints,
                     std::vector<Object>& objects, kturn::cds::CdsServer& cds, Watcher& watcher,
                     const kturn::op::RenderOptions& options, int& serial) {
@@ -203,43 +220,60 @@ int endpointChanges(bool full, int changes, int gateways, int endpoints,
       render(kturn::op::ClusterSnapshot::fromObjects(objects), options).gateways,
       std::time(nullptr));
   if (!full) (void)renderer.update(kturn::op::ClusterSnapshot::fromObjects(objects), options);
-  std::vector<double> decode, render, total;
+  std::vector<double> snapshot, render, publish, total;
   size_t rendered = 0;
   for (int i = 0; i < changes; ++i) {
+    ++serial;
     const std::string moved =
-        "172.16." + std::to_string(++serial / 250) + "." + std::to_string(serial % 250 + 1);
+        "172.16." + std::to_string(serial / 250) + "." + std::to_string(serial % 250 + 1);
     Json slice = endpointSlice(ns, gateways - 1, (gateways - 1) * perGateway, perGateway);
     slice["endpoints"][0]["addresses"][0] = moved;
     slice["metadata"]["resourceVersion"] = "change-" + std::to_string(serial);
     objects.back() = Object(slice);
     const auto t0 = Clock::now();
-    // As the controller: a copy of every cached object, decoded into a snapshot.
-    auto snapshot = kturn::op::ClusterSnapshot::fromObjects(objects);
-    decode.push_back(msSince(t0));
+    Clock::time_point snapshotted;
+    Clock::time_point renderedAt;
     if (full) {
-      const kturn::op::RenderResult result = kturn::op::render(snapshot, options);
-      render.push_back(msSince(t0));
+      // A copy of every cached object, decoded into a snapshot.
+      const auto built = kturn::op::ClusterSnapshot::fromObjects(objects);
+      snapshotted = Clock::now();
+      const kturn::op::RenderResult result = kturn::op::render(built, options);
+      render.push_back(msSince(snapshotted));
+      renderedAt = Clock::now();
       (void)publisher.publish(result.gateways, std::time(nullptr));
       rendered += result.gateways.size();
     } else {
-      const kturn::op::RenderDelta delta = renderer.update(std::move(snapshot), options);
+      // What WatchedCluster::takeChanges() hands the controller: the changed object.
+      std::vector<kturn::op::ObjectUpdate> updates;
+      updates.push_back({kturn::op::ObjectIdentity::of(objects.back()), objects.back()});
+      snapshotted = t0;
+      const kturn::op::RenderDelta delta = renderer.apply(std::move(updates), options);
       render.push_back(msSince(t0));
+      renderedAt = Clock::now();
       (void)publisher.publishChanges(delta.gateways, delta.removed, std::time(nullptr));
       rendered += delta.gatewaysRendered;
     }
-    if (!watcher.waitFor(moved, std::chrono::seconds(10))) {
+    snapshot.push_back(msBetween(t0, snapshotted));
+    const std::optional<Clock::time_point> arrived =
+        watcher.waitFor(moved, std::chrono::seconds(10));
+    if (!arrived) {
       std::fprintf(stderr, "the changed config never reached the watcher\n");
       return 1;
     }
-    total.push_back(msSince(t0));
+    // The CDS server pushes from its own thread, often before publish() returns: one span.
+    publish.push_back(msBetween(renderedAt, *arrived));
+    total.push_back(msBetween(t0, *arrived));
   }
   std::printf("one endpoint changed, %s (%.1f Gateways rendered per change):\n",
-              full ? "full render + publish of everything (before)"
-                   : "incremental render + publish of the delta (after)",
+              full
+                  ? "snapshot from a copy of everything + full render + publish of everything "
+                    "(before)"
+                  : "snapshot updated in place + incremental render + publish of the delta (after)",
               static_cast<double>(rendered) / changes);
-  report("copy + decode of every object (snapshot)", decode);
-  report("snapshot + render", render);
-  report("to the watching client", total);
+  if (full) report("copy + decode of every object (snapshot)", snapshot);
+  report(full ? "render of everything" : "apply in place + render of what it reaches", render);
+  report("publish + CDS push to the watching client", publish);
+  report("total: change -> config at the watching client", total);
   return 0;
 }
 
@@ -307,7 +341,7 @@ int apiServerChanges(const std::string& kubeconfig, int gateways, int endpoints,
   }
   std::printf("operator started: lists + first render + config at the client in %.1f s\n",
               msSince(started) / 1000);
-  std::vector<double> total;
+  std::vector<double> roundTrip, delivery, wakeup, render, publish, total;
   const auto* sliceType = kturn::k8s::findResourceType("discovery.k8s.io/v1", "EndpointSlice");
   const int perGateway = std::max(1, endpoints / gateways);
   for (int i = 0; i < changes; ++i) {
@@ -324,21 +358,41 @@ int apiServerChanges(const std::string& kubeconfig, int gateways, int endpoints,
                                 layout.ns(g), slice["metadata"]["name"].get<std::string>()),
                             .body = patch.dump(),
                             .contentType = "application/merge-patch+json"});
+    const auto answered = Clock::now();
     if (!patched || !patched->ok()) {
       std::fprintf(stderr, "patch: %s\n", patched ? patched->describe().c_str() : "failed");
       return 1;
     }
-    if (!watcher->waitFor(moved, std::chrono::seconds(10))) {
+    const std::optional<Clock::time_point> arrived =
+        watcher->waitFor(moved, std::chrono::seconds(10));
+    if (!arrived) {
       std::fprintf(stderr, "the patched endpoint never reached the watcher\n");
       return 1;
     }
-    total.push_back(msSince(t1));
+    // The reconcile that answered it notes its moments after publishing: wait for them.
+    kturn::op::ControllerStats at = controller.stats();
+    for (int wait = 0; wait < 1000 && at.publishedAt < t1; ++wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      at = controller.stats();
+    }
+    roundTrip.push_back(msBetween(t1, answered));
+    delivery.push_back(msBetween(t1, at.dirtiedAt));
+    wakeup.push_back(msBetween(at.dirtiedAt, at.startedAt));
+    render.push_back(msBetween(at.startedAt, at.renderedAt));
+    // The CDS server pushes from its own thread, often before publishChanges() returns.
+    publish.push_back(msBetween(at.renderedAt, *arrived));
+    total.push_back(msBetween(t1, *arrived));
   }
   const kturn::op::ControllerStats stats = controller.stats();
   std::printf("one EndpointSlice patched through the API server (%llu reconciles, %llu full):\n",
               static_cast<unsigned long long>(stats.reconciles),
               static_cast<unsigned long long>(stats.fullRenders));
-  report("patch sent -> config at the watching client", total);
+  report("PATCH round trip (sent -> API server's answer)", roundTrip);
+  report("patch sent -> watch event in the informer's cache", delivery);
+  report("informer's wakeup -> reconcile starts (debounce)", wakeup);
+  report("changes taken + applied in place + render", render);
+  report("publish + CDS push to the watching client", publish);
+  report("total: patch sent -> config at the watching client", total);
   watcher.reset();
   controller.stop();
   (void)(*writer)->remove(kturn::k8s::resources::gatewayClass(), "", layout.className);

@@ -610,7 +610,9 @@ bool Worker::openSharedRelays(SharedRelayPorts& ports) {
     if (fd < 0) continue;
     if (auto added = loop_.add(fd, EPOLLIN, [this, fd](uint32_t) { onSharedRelayReadable(fd); });
         !added) {
-      spdlog::warn("worker {}: shared relay sockets: {}", options_.index, added.error().message);
+      spdlog::warn("worker {}: shared relay sockets: {}; a socket per allocation", options_.index,
+                   added.error().message);
+      raw_.reset();  // this worker takes no shared address: nothing is delivered to it
       return false;
     }
   }

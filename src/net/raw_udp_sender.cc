@@ -97,10 +97,13 @@ RawUdpSender::RawUdpSender(size_t max_messages)
 
 bool RawUdpSender::queue(const TransportAddress& from, const TransportAddress& to,
                          std::span<const uint8_t> data) {
-  if (count_ == msgs_.size() || from.ip.isV4() != to.ip.isV4()) return false;
+  if (count_ == msgs_.size()) return false;
   const bool v4 = from.ip.isV4();
   const size_t ip_header = v4 ? kIpv4Header : kIpv6Header;
-  if (data.size() > 0xFFFF - kUdpHeader - (v4 ? ip_header : 0)) return false;
+  if (v4 != to.ip.isV4() || data.size() > 0xFFFF - kUdpHeader - (v4 ? ip_header : 0)) {
+    ++dropped_;  // no datagram can carry it: a counted drop, as a send error would be
+    return true;
+  }
   const size_t i = count_++;
   uint8_t* h = headers_[i].data();
   uint8_t* udp = h + ip_header;

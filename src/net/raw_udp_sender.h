@@ -44,7 +44,9 @@ class RawUdpSender {
   RawUdpSender& operator=(RawUdpSender&&) = default;
 
   // Adds a datagram from `from` (a local address) to `to`. Only a pointer to `data` is kept, as
-  // in UdpSendBatch. False, queueing nothing, when the batch is full or the families differ.
+  // in UdpSendBatch. False, queueing nothing, when the batch is full (flush and queue again). One
+  // that no datagram can carry (the families differ, longer than 65,507 bytes) is counted as
+  // dropped, as a send error would be.
   bool queue(const TransportAddress& from, const TransportAddress& to,
              std::span<const uint8_t> data);
   // Sends what is queued, IPv4 and IPv6 each with one sendmmsg (more after a partial send).

@@ -187,11 +187,6 @@ LoadedConfig Daemon::loaded() const {
   return loaded_;
 }
 
-uint16_t Daemon::metricsPort() const {
-  if (metrics_server_) return metrics_server_->port();
-  return loaded_.config.admin.metrics_endpoint.empty() ? 0 : healthPort();
-}
-
 Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
   if (admin_started_ && a.healthcheck_endpoint == health_endpoint_ &&
       a.metrics_endpoint == metrics_endpoint_) {

@@ -96,9 +96,8 @@ class Daemon {
   // The running config (a copy: a CDS push may replace it at any time).
   LoadedConfig loaded() const;
   admin::HealthStatus health() const { return health_.status(); }
-  // Bound ports of the admin servers (0 when off), for tests that ask for ephemeral ports.
+  // The health server's bound port (0 when off), for tests that ask for an ephemeral one.
   uint16_t healthPort() const { return health_server_ ? health_server_->port() : 0; }
-  uint16_t metricsPort() const;
 
  private:
   // Validates `loaded` against what is running and applies it: listeners added or removed

@@ -46,11 +46,6 @@ InformerStats Informer::stats() const {
   return stats_;
 }
 
-void Informer::setResourceVersion(std::string rv) {
-  std::lock_guard lock(mutex_);
-  resourceVersion_ = std::move(rv);
-}
-
 void Informer::sleepFor(std::chrono::milliseconds delay) {
   std::unique_lock lock(mutex_);
   wake_.wait_for(lock, delay, [this] { return stopping_; });

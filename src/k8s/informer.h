@@ -70,7 +70,6 @@ class Informer {
   bool watchOnce();
   bool handleEvent(const std::string& line);
   void sleepFor(std::chrono::milliseconds delay);
-  void setResourceVersion(std::string rv);
 
   ApiClient& client_;
   ObjectCache& cache_;

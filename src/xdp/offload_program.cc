@@ -109,7 +109,7 @@ Result<std::unique_ptr<OffloadProgram>> OffloadProgram::load(const ProgramOption
 }
 
 OffloadProgram::OffloadProgram(kturn_offload* skeleton, uint32_t max_channels)
-    : skel_(skeleton), max_channels_(max_channels), counter_slots_(2 * max_channels) {}
+    : skel_(skeleton), counter_slots_(2 * max_channels) {}
 
 OffloadProgram::~OffloadProgram() {
   detachAll();

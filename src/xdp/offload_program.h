@@ -74,7 +74,6 @@ class OffloadProgram {
   int statsMapFd() const;
   // Slots of kturn_counters: one per entry of both maps.
   uint32_t counterSlots() const { return counter_slots_; }
-  uint32_t maxChannels() const { return max_channels_; }
 
   // kturn_stats summed over the CPUs, indexed by kturn_offload_stat.
   std::vector<uint64_t> stats() const;
@@ -86,7 +85,6 @@ class OffloadProgram {
   void detachOne(const Attachment& a);
 
   kturn_offload* skel_;
-  uint32_t max_channels_;
   uint32_t counter_slots_;
   std::vector<Attachment> attachments_;
   std::vector<int> created_qdiscs_;  // clsact qdiscs this object added, removed on detach

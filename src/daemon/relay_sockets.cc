@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <span>
 
@@ -175,18 +174,14 @@ Result<turn::RelayGrant> RelaySockets::open(const turn::RelayRequest& request) {
 Result<turn::RelayGrant> RelaySockets::openShared(const turn::RelayRequest& request,
                                                   const ListenerSpec& listener, const IpAddress& ip,
                                                   const std::optional<IpAddress>& public_ip) {
-  // The ports of the UDP-based listeners bound to an address or to every address (a handful).
-  std::array<uint16_t, 16> excluded{};
-  size_t n_excluded = 0;
+  // The ports of the UDP-based listeners bound to an address or to every address.
   auto exclude = [&](const IpAddress& on) {
-    n_excluded = 0;
+    excluded_ports_.clear();
     for (const ListenerSpec& l : dataplane_->listeners) {
-      if (l.protocol != TransportProtocol::kUdp) continue;
-      if (!(l.bind.ip.isUnspecified() || l.bind.ip == on)) continue;
-      if (n_excluded == excluded.size()) break;
-      excluded[n_excluded++] = l.bind.port;
+      if (l.protocol == TransportProtocol::kUdp && (l.bind.ip.isUnspecified() || l.bind.ip == on))
+        excluded_ports_.push_back(l.bind.port);
     }
-    return std::span<const uint16_t>(excluded.data(), n_excluded);
+    return std::span<const uint16_t>(excluded_ports_);
   };
   TransportAddress next;
   auto taken =

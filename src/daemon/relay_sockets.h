@@ -143,6 +143,7 @@ class RelaySockets : public turn::RelayAllocator {
   SharedRelayPorts* shared_ = nullptr;
   size_t worker_ = 0;
   std::unordered_map<TransportAddress, turn::AllocationId> by_address_;  // shared addresses
+  std::vector<uint16_t> excluded_ports_;  // openShared()'s scratch: its listeners' ports
   uint32_t next_hint_;
   bool gro_ = false;
 };

@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -68,12 +67,6 @@ def setpriv(granted: list) -> list:
     return ["setpriv", f"--bounding-set={bounding}", "--inh-caps=-all", "--"]
 
 
-def stop(kturnd: h.Proc) -> None:
-    """SIGINT: kturnd stops at once (uclient leaves its allocations), detaching the program."""
-    os.killpg(kturnd.proc.pid, signal.SIGINT)
-    h.check(kturnd.wait(10) == 0, "kturnd did not exit cleanly on SIGINT")
-
-
 def shared_relay_sockets(args: argparse.Namespace, workdir: str, layout: "oc.Layout") -> None:
     """dataplane.relaySockets=shared: kturnd with the env and the capabilities of the render
     serves its relay ports from shared sockets; without BPF, NET_ADMIN or NET_RAW it says so and
@@ -96,7 +89,7 @@ def shared_relay_sockets(args: argparse.Namespace, workdir: str, layout: "oc.Lay
                                         timeout=5) as r:
                 relay = json.loads(r.read())["admin"].get("relay_sockets")
         log = kturnd.output()
-        stop(kturnd)
+        oc.stop(kturnd)
         if granted == caps:
             h.check(relay is not None and relay.get("mode") == "shared" and
                     relay.get("shared_addresses", 0) > 0,
@@ -126,7 +119,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                                  tag=f"-{n}")
         before, after, sent = oc.uclient_call(layout, workdir, tag=f"-{n}")
         log = kturnd.output()
-        stop(kturnd)
+        oc.stop(kturnd)
         if granted == caps:
             h.check(oc.FALLBACK not in log, f"{name} capabilities: kturnd fell back:\n{log}")
             shares = oc.check_kernel_share(f"{name} capabilities", before, after, sent)

@@ -27,6 +27,7 @@ Network safety: all traffic stays inside the namespaces this test makes and dele
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -166,25 +167,22 @@ def run_bench_json(layout: Layout, bench: str, workdir: str, extra: Sequence[str
 
 
 def run_bench(layout: Layout, bench: str, workdir: str) -> str:
-    proc = h.Proc("kturn-bench", [
-        "ip", "netns", "exec", layout.client_ns, os.path.abspath(bench),
-        "--server", f"{layout.listener_ip}:{PORT}", "-u", h.STATIC_USER, "-p", h.STATIC_PASS,
-        "--client-bind", layout.client_ip, "--peer", f"{layout.peer_ip}:{PEER_PORT}",
-        "-n", str(BENCH_CLIENTS), "-r", str(BENCH_RATE), "-s", str(SIZE),
-        "-d", str(BENCH_SECONDS), "--warmup", "0.5",
-        "--max-packets", str(int(BENCH_RATE * (BENCH_SECONDS + 1))), "--json", "-q"], workdir)
-    h.register_log(proc.log_path)
     before = Counts(layout)
-    proc.start()
-    rc = proc.wait(60)
+    result = run_bench_json(layout, bench, workdir, [
+        "-n", str(BENCH_CLIENTS), "-r", str(BENCH_RATE), "-d", str(BENCH_SECONDS),
+        "--warmup", "0.5", "--max-packets", str(int(BENCH_RATE * (BENCH_SECONDS + 1)))])
     after = Counts(layout)
-    h.check(rc == 0, f"kturn-bench exited with {rc}")
-    result = json.loads(proc.output().strip().splitlines()[-1])
     h.check(result["allocations"] == BENCH_CLIENTS and result["loss"] == 0 and
             result["received_total"] == result["sent_total"],
             f"kturn-bench: {result['allocations']} allocations, sent {result['sent_total']}, "
             f"received {result['received_total']}, loss {result['loss']}")
     return check_kernel_share("kturn-bench", before, after, result["sent_total"])
+
+
+def stop(kturnd: h.Proc) -> None:
+    """SIGINT: kturnd stops at once (uclient leaves its allocations), detaching its programs."""
+    os.killpg(kturnd.proc.pid, signal.SIGINT)
+    h.check(kturnd.wait(10) == 0, "kturnd did not exit cleanly on SIGINT")
 
 
 def start_kturnd(layout: Layout, engine: str, binary: str, workdir: str,

@@ -96,8 +96,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                                    f"kturn-bench released its allocations")
     print(f"kturn-bench: {HELD} allocations held with {fds} descriptors open (idle: {idle_fds}), "
           f"traffic on 100 without loss; all released")
-    os.kill(kturnd.proc.pid, 2)  # SIGINT: at once
-    h.check(kturnd.wait(10) == 0, "kturnd did not exit cleanly")
+    oc.stop(kturnd)
 
     kturnd = oc.start_kturnd(layout, "TC", args.kturnd, workdir, tag="-tc", args=SHARED,
                              relay_ports=RELAY_PORTS)
@@ -105,8 +104,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     shares = oc.check_kernel_share("uclient, TC and shared relay ports",
                                    *oc.uclient_call(layout, workdir, "-tc"))
     print(f"with TC: the kernel relayed {shares}")
-    os.kill(kturnd.proc.pid, 2)
-    h.check(kturnd.wait(10) == 0, "kturnd did not exit cleanly")
+    oc.stop(kturnd)
 
     # A relay port range that holds the listener's own port: every other port of it is relayed,
     # and the listener keeps its datagrams (the lookup, which runs before the kernel's own,

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "net/sockaddr.h"
 #include "test_netns.h"
 
 namespace kturn::xdp {
@@ -31,19 +32,7 @@ struct Socket {
 
 sockaddr_storage sockaddrOf(const TransportAddress& a, socklen_t& len) {
   sockaddr_storage ss{};
-  if (a.ip.isV4()) {
-    auto* sin = reinterpret_cast<sockaddr_in*>(&ss);
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(a.port);
-    std::memcpy(&sin->sin_addr, a.ip.bytes().data(), 4);
-    len = sizeof(sockaddr_in);
-  } else {
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(a.port);
-    std::memcpy(&sin6->sin6_addr, a.ip.bytes().data(), 16);
-    len = sizeof(sockaddr_in6);
-  }
+  len = net::toSockaddr(a, ss);
   return ss;
 }
 

@@ -29,6 +29,10 @@ Handler liveHandler() {
 Handler readyHandler(const HealthState& state) {
   return [&state](const Request&) {
     if (state.ready()) return statusMessage(200, "READY");
+    // stunnerd's body for its own states; kturn's capacity marks say what holds it back.
+    if (state.status() == HealthStatus::kReady && state.overCapacity()) {
+      return statusMessage(503, "over capacity");
+    }
     return statusMessage(503, "stunnerd not ready");
   };
 }
@@ -48,6 +52,15 @@ Handler statusHandler(StatusProvider provider, std::shared_ptr<BearerToken> toke
     } catch (const std::exception& e) {
       return statusMessage(500, e.what());
     }
+  };
+}
+
+Handler capacityHandler(const CapacityGate& gate) {
+  return [&gate](const Request&) {
+    const CapacityReport report = gate.report();
+    return Response{.status = report.over_capacity ? 503u : 200u,
+                    .content_type = kJsonContentType,
+                    .body = toJson(report).dump() + "\n"};
   };
 }
 

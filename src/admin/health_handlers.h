@@ -8,6 +8,9 @@
 //                500 {"status":500,"message":"<why>"}\n when building it fails;
 //                401 {"status":401,...} without "Authorization: Bearer <token>" when a token is
 //                set (kturn: kturnd --status-token-file; /live and /ready stay open for probes)
+//   GET /capacity (kturn) 200, or 503 while over capacity, with the measures, marks and headroom
+//                of admin.capacity (capacity_gate.h): a health API for GeoDNS and load
+//                balancers that answers even where --force-ready-status keeps /ready at 200
 #pragma once
 
 #include <functional>
@@ -15,6 +18,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "admin/admin_server.h"
+#include "admin/capacity_gate.h"
 #include "admin/handler.h"
 #include "admin/health_state.h"
 #include "common/bearer_token.h"
@@ -30,6 +34,8 @@ using StatusProvider = std::function<nlohmann::json()>;
 Handler liveHandler();
 // `state` is borrowed and must outlive the server.
 Handler readyHandler(const HealthState& state);
+// `gate` is borrowed and must outlive the server.
+Handler capacityHandler(const CapacityGate& gate);
 // `token`: the bearer token /status requires, read on each request (null or empty: none).
 Handler statusHandler(StatusProvider provider, std::shared_ptr<BearerToken> token = nullptr);
 

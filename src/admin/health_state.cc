@@ -22,7 +22,8 @@ void HealthState::setTerminating() {
 }
 
 bool HealthState::ready() const {
-  return force_ready_.load(std::memory_order_relaxed) || status() == HealthStatus::kReady;
+  return force_ready_.load(std::memory_order_relaxed) ||
+         (status() == HealthStatus::kReady && !overCapacity());
 }
 
 void HealthState::transition(HealthStatus to) {

@@ -9,6 +9,8 @@
 // stunnerd's --force-ready-status keeps /ready at 200 whatever the state (a workaround for
 // kube-proxy implementations that drop established UDP flows of unready pods); /status still
 // reports the true state.
+// kturn adds over-capacity (admin.capacity, capacity_gate.h): a READY process over its marks
+// answers /ready with 503 too, without leaving READY; --force-ready-status overrides it as well.
 #pragma once
 
 #include <atomic>
@@ -36,9 +38,12 @@ class HealthState {
   // Any state → TERMINATING, for good.
   void setTerminating();
   void setForceReady(bool force) { force_ready_.store(force, std::memory_order_relaxed); }
+  // Set and cleared by the daemon's capacity thread (CapacityGate).
+  void setOverCapacity(bool over) { over_capacity_.store(over, std::memory_order_relaxed); }
+  bool overCapacity() const { return over_capacity_.load(std::memory_order_relaxed); }
 
   HealthStatus status() const { return status_.load(std::memory_order_acquire); }
-  // What /ready answers: READY, or anything when forced.
+  // What /ready answers: READY and not over capacity, or anything when forced.
   bool ready() const;
 
  private:
@@ -47,6 +52,7 @@ class HealthState {
 
   std::atomic<HealthStatus> status_{HealthStatus::kNotReady};
   std::atomic<bool> force_ready_{false};
+  std::atomic<bool> over_capacity_{false};
 };
 
 }  // namespace kturn::admin

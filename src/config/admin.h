@@ -42,6 +42,19 @@ struct Limits {
   friend bool operator==(const Limits&, const Limits&) = default;
 };
 
+// Readiness marks: a kturn extension for load balancers and GeoDNS health checks. At or above
+// any mark /ready answers 503, so that new users are sent elsewhere while every allocation held
+// keeps being served; it answers 200 again once every measure is under resume_percent of its
+// mark (hysteresis, so that a server near a mark does not flap). 0 means no mark.
+struct Capacity {
+  int allocations = 0;      // allocations held by this kturnd
+  int relay_kbps = 0;       // relayed payload, both directions, all listeners, kbit/s
+  int cpu_percent = 0;      // CPU time used, in percent of the CPUs kturnd may use
+  int resume_percent = 90;  // of each mark: /ready answers 200 again when every measure is under
+
+  friend bool operator==(const Capacity&, const Capacity&) = default;
+};
+
 struct Admin {
   std::string name{};      // default "default-stunnerd"
   std::string loglevel{};  // default "all:INFO", e.g. "all:INFO,turn:DEBUG"
@@ -55,7 +68,8 @@ struct Admin {
   std::string offload_engine{};
   std::vector<std::string> offload_interfaces{};  // empty = all interfaces
   std::optional<LicenseConfig> license_config{};
-  std::optional<Limits> limits{};  // kturn extension
+  std::optional<Limits> limits{};      // kturn extension
+  std::optional<Capacity> capacity{};  // kturn extension
 
   friend bool operator==(const Admin&, const Admin&) = default;
 };

@@ -196,6 +196,20 @@ Result<void> readLimits(const Json& v, const Path& path, std::optional<Limits>& 
   return {};
 }
 
+Result<void> readCapacity(const Json& v, const Path& path, std::optional<Capacity>& out) {
+  if (v.is_null()) return {};
+  Capacity capacity;
+  const Field fields[] = {
+      field("allocations", readInt, capacity.allocations),
+      field("relay_kbps", readInt, capacity.relay_kbps),
+      field("cpu_percent", readInt, capacity.cpu_percent),
+      field("resume_percent", readInt, capacity.resume_percent),
+  };
+  if (auto r = readObject(v, path, fields); !r) return r;
+  out = capacity;
+  return {};
+}
+
 Result<void> readAdmin(const Json& v, const Path& path, Admin& a) {
   const Field fields[] = {
       field("name", readString, a.name),
@@ -207,6 +221,7 @@ Result<void> readAdmin(const Json& v, const Path& path, Admin& a) {
       field("offload_interfaces", readStringList, a.offload_interfaces),
       field("license_config", readLicense, a.license_config),
       field("limits", readLimits, a.limits),
+      field("capacity", readCapacity, a.capacity),
   };
   return readObject(v, path, fields);
 }
@@ -234,6 +249,8 @@ Result<void> readListener(const Json& v, const Path& path, Listener& l) {
       field("cert", readString, l.cert),
       field("key", readString, l.key),
       field("routes", readStringList, l.routes),
+      field("alternate_servers", readStringList, l.alternate_servers),
+      field("alternate_domain", readString, l.alternate_domain),
   };
   return readObject(v, path, fields);
 }

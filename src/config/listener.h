@@ -42,6 +42,13 @@ struct Listener {
   std::string cert{};
   std::string key{};
   std::vector<std::string> routes{};  // names of the clusters this listener may relay to
+  // kturn's own: where to send clients when this server is full (RFC 8489 §10, 300 Try
+  // Alternate): "IP:port" of siblings serving the same transport, in order of preference; an
+  // Allocate refused for capacity names the first of the client's address family.
+  std::vector<std::string> alternate_servers{};
+  // kturn's own: the sibling's domain name, sent as ALTERNATE-DOMAIN on TURN-TLS and TURN-DTLS
+  // listeners so that the client verifies the sibling's certificate against it.
+  std::string alternate_domain{};
 
   ListenerProtocol protocolType() const { return parseListenerProtocol(protocol); }
 

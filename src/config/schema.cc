@@ -101,19 +101,22 @@ std::vector<FieldSpec> adminFields() {
   };
 }
 
+// An integer field of kturn's own (admin.limits, admin.capacity).
+FieldSpec kturnInteger(std::string_view path, int default_value, IntRange range,
+                       std::string_view format, std::string description, std::string_view sample) {
+  return FieldSpec{.path = path,
+                   .type = FieldType::kInteger,
+                   .format = format,
+                   .origin = Origin::kKturn,
+                   .default_value = number(default_value),
+                   .range = range,
+                   .description = std::move(description),
+                   .sample = sample};
+}
+
 std::vector<FieldSpec> limitsFields() {
   constexpr Limits kDefaults{};
-  const auto limit = [](std::string_view path, int default_value, IntRange range,
-                        std::string_view format, std::string description, std::string_view sample) {
-    return FieldSpec{.path = path,
-                     .type = FieldType::kInteger,
-                     .format = format,
-                     .origin = Origin::kKturn,
-                     .default_value = number(default_value),
-                     .range = range,
-                     .description = std::move(description),
-                     .sample = sample};
-  };
+  const auto limit = kturnInteger;
   return {
       {.path = "admin.limits",
        .type = FieldType::kObject,
@@ -177,6 +180,36 @@ std::vector<FieldSpec> limitsFields() {
             "gets 508 (`kturn_permissions_rejected_total{reason=\"channel_limit\"}`). Rebinding "
             "a held channel never counts.",
             "16"),
+  };
+}
+
+std::vector<FieldSpec> capacityFields() {
+  constexpr Capacity kDefaults{};
+  const auto mark = kturnInteger;
+  return {
+      {.path = "admin.capacity",
+       .type = FieldType::kObject,
+       .origin = Origin::kKturn,
+       .description = "Readiness marks for load balancers and GeoDNS health checks "
+                      "([capacity](operations.md#capacity-aware-readiness)): at or above any "
+                      "mark `/ready` answers 503 while every allocation held is still served, "
+                      "and 200 again once every measure is under `resume_percent` of its mark. "
+                      "`/capacity` gives the measures and the headroom. Absent or 0: no mark."},
+      mark("admin.capacity.allocations", kDefaults.allocations, kNonNegative, "",
+           "Allocations held by this kturnd (all workers).", "8000"),
+      mark("admin.capacity.relay_kbps", kDefaults.relay_kbps, kNonNegative, "kbit/s",
+           "Relayed payload, both directions and all listeners, the kernel fast path's "
+           "included, averaged over the last 5 s.",
+           "400000"),
+      mark("admin.capacity.cpu_percent", kDefaults.cpu_percent, kCpuPercentRange, "percent",
+           "CPU time kturnd used over the last 5 s, in percent of the CPUs it may use (its "
+           "cgroup's `cpu.max` quota, else the CPUs it may run on).",
+           "80"),
+      mark("admin.capacity.resume_percent", kDefaults.resume_percent, kResumePercentRange,
+           "percent",
+           "Where `/ready` answers 200 again: every measure under this share of its "
+           "mark.",
+           "75"),
   };
 }
 
@@ -329,6 +362,24 @@ std::vector<FieldSpec> listenerFields() {
        .description = "The clusters this listener relays to. Sorted on load; a name that is no "
                       "cluster's is accepted and admits nothing.",
        .sample = R"(["media-plane"])"},
+      {.path = "listeners[].alternate_servers",
+       .type = FieldType::kStringList,
+       .format = "IP:port list",
+       .origin = Origin::kKturn,
+       .description = "Siblings serving the same transport, in order of preference: an Allocate "
+                      "this kturnd refuses for capacity (`admin.limits.max_allocations`, no relay "
+                      "port free) is answered 300 Try Alternate naming the first of the client's "
+                      "address family (RFC 8489 §10) instead of 508 "
+                      "([redirect when full](operations.md#redirect-when-full)).",
+       .sample = R"(["198.51.100.7:3478", "[2001:db8::7]:3478"])",
+       .bad_sample = R"(["turn.example.com:3478"])"},
+      {.path = "listeners[].alternate_domain",
+       .format = "domain name",
+       .origin = Origin::kKturn,
+       .description = "Sent as ALTERNATE-DOMAIN with the redirect on TURN-TLS and TURN-DTLS "
+                      "listeners: the name the client verifies the sibling's certificate "
+                      "against. Unused without `alternate_servers`.",
+       .sample = R"("turn-fra.example.com")"},
   };
 }
 
@@ -368,6 +419,7 @@ std::vector<FieldSpec> buildSchema() {
   std::vector<FieldSpec> out = topLevelFields();
   append(out, adminFields());
   append(out, limitsFields());
+  append(out, capacityFields());
   append(out, authFields());
   append(out, listenerFields());
   append(out, clusterFields());

@@ -46,6 +46,13 @@ Json adminJson(const Admin& a) {
                          {"max_permissions", l.max_permissions},
                          {"max_channels", l.max_channels}};
   }
+  if (a.capacity) {
+    const Capacity& c = *a.capacity;
+    out["capacity"] = Json{{"allocations", c.allocations},
+                           {"relay_kbps", c.relay_kbps},
+                           {"cpu_percent", c.cpu_percent},
+                           {"resume_percent", c.resume_percent}};
+  }
   return out;
 }
 
@@ -73,6 +80,8 @@ Json listenerJson(const Listener& l) {
   putString(out, "cert", l.cert);
   putString(out, "key", l.key);
   putList(out, "routes", l.routes);
+  putList(out, "alternate_servers", l.alternate_servers);
+  putString(out, "alternate_domain", l.alternate_domain);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "config/base64.h"
 #include "config/defaults.h"
 #include "config/text_util.h"
+#include "kturn/transport_address.h"
 
 namespace kturn::config {
 namespace {
@@ -104,6 +105,24 @@ Result<void> validateAdmin(Admin& a) {
         return invalid(
             std::string("admin.limits.") + name,
             "must be " + rangeText(kPerAllocationRange) + ", got " + std::to_string(value));
+      }
+    }
+  }
+  if (a.capacity) {
+    const Capacity& c = *a.capacity;
+    for (const auto& [name, value] :
+         {std::pair{"allocations", c.allocations}, {"relay_kbps", c.relay_kbps}}) {
+      if (!kNonNegative.contains(value)) {
+        return invalid(std::string("admin.capacity.") + name,
+                       "must not be negative (0: no mark), got " + std::to_string(value));
+      }
+    }
+    for (const auto& [name, value, range] :
+         {std::tuple{"cpu_percent", c.cpu_percent, kCpuPercentRange},
+          {"resume_percent", c.resume_percent, kResumePercentRange}}) {
+      if (!range.contains(value)) {
+        return invalid(std::string("admin.capacity.") + name,
+                       "must be " + rangeText(range) + " (percent), got " + std::to_string(value));
       }
     }
   }
@@ -227,6 +246,13 @@ Result<void> validateListener(Listener& l, const std::string& path) {
     if (auto r = validateTlsMaterial(l, protocol, path); !r) return r;
   }
   std::sort(l.routes.begin(), l.routes.end());
+  for (size_t i = 0; i < l.alternate_servers.size(); ++i) {
+    const auto alternate = TransportAddress::parse(l.alternate_servers[i]);
+    if (!alternate || alternate->port == 0 || alternate->ip.isUnspecified()) {
+      return invalid(path + ".alternate_servers[" + std::to_string(i) + "]",
+                     "want IP:port (or [IPv6]:port), got " + quoteText(l.alternate_servers[i]));
+    }
+  }
   return {};
 }
 

@@ -135,6 +135,7 @@ Result<void> Daemon::start() {
     spdlog::info("watching {} for changes", path);
   }
   dns_thread_ = std::thread([this] { dnsLoop(); });
+  capacity_thread_ = std::thread([this] { capacityLoop(); });
   return {};
 }
 
@@ -230,6 +231,7 @@ Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
     if (withHealth) {
       admin::registerHealthRoutes(
           server, health_, [this] { return statusDocument(); }, statusToken);
+      server.handle("/capacity", admin::capacityHandler(capacity_));
     }
     if (withMetrics) server.handle((*metrics)->path, admin::metricsHandler(collect));
   };
@@ -389,10 +391,11 @@ void Daemon::stop() {
     if (stopping_) return;
     stopping_ = true;
   }
-  dns_wakeup_.notify_all();
+  wakeup_.notify_all();
   if (cds_) cds_->stop();
   if (watcher_) watcher_->stop();
   if (dns_thread_.joinable()) dns_thread_.join();
+  if (capacity_thread_.joinable()) capacity_thread_.join();
   for (auto& w : workers_) w->stop();
   std::lock_guard reloading(reload_mutex_);
   stopAdmin();
@@ -512,6 +515,11 @@ Result<void> Daemon::apply(LoadedConfig loaded) {
     }
   }
   spdlog::info("config {} from {}", first ? "loaded" : "applied", loaded_.description);
+  const config::Capacity marks = admin.capacity.value_or(config::Capacity{});
+  capacity_.setMarks({.allocations = static_cast<uint64_t>(marks.allocations),
+                      .relay_kbps = static_cast<uint64_t>(marks.relay_kbps),
+                      .cpu_percent = static_cast<uint32_t>(marks.cpu_percent),
+                      .resume_percent = static_cast<uint32_t>(marks.resume_percent)});
   applyOffload(admin);
   lock.unlock();
 
@@ -540,7 +548,7 @@ void Daemon::applyOffload(const config::Admin& admin) {
 void Daemon::dnsLoop() {
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    dns_wakeup_.wait_for(lock, options_.dns_interval, [this] { return stopping_; });
+    wakeup_.wait_for(lock, options_.dns_interval, [this] { return stopping_; });
     if (stopping_) return;
     const auto hosts = DataplaneBuilder::dnsHosts(loaded_.config);
     if (hosts.empty()) continue;
@@ -557,6 +565,37 @@ void Daemon::dnsLoop() {
       spdlog::info("STRICT_DNS endpoints changed; routes updated");
     }
   }
+}
+
+void Daemon::capacityLoop() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    wakeup_.wait_for(lock, options_.capacity_interval, [this] { return stopping_; });
+    if (stopping_) return;
+    lock.unlock();  // collectStats() takes mutex_ too
+    sampleCapacity();
+    lock.lock();
+  }
+}
+
+void Daemon::sampleCapacity() {
+  const WorkerStats stats = collectStats();
+  const bool over = capacity_.update(
+      {.at = std::chrono::steady_clock::now(),
+       .allocations = stats.allocations,
+       .relayed_bytes = stats.turn.client_bytes_relayed + stats.turn.peer_bytes_relayed,
+       .cpu_seconds = admin::processCpuSeconds()});
+  if (over == health_.overCapacity()) return;
+  health_.setOverCapacity(over);
+  const admin::CapacityReport r = capacity_.report();
+  const auto show = [](const admin::CapacityMeasure& m) {
+    return m.mark == 0 ? std::string("-") : fmt::format("{:.0f}/{}", m.value, m.mark);
+  };
+  spdlog::info(
+      "{} (allocations {}, relay kbit/s {}, CPU % {}): /ready answers {}, the allocations held "
+      "are served",
+      over ? "over capacity" : "back under capacity", show(r.allocations), show(r.relay_kbps),
+      show(r.cpu_percent), over ? 503 : 200);
 }
 
 WorkerStats Daemon::collectStats() {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "admin/admin_server.h"
+#include "admin/capacity_gate.h"
 #include "admin/health_state.h"
 #include "cds/cds_client.h"
 #include "daemon/config_source.h"
@@ -72,6 +73,8 @@ class Daemon {
     // RFC 8656's permission (§9) and channel (§12) lifetimes, as coturn lets them be changed.
     std::chrono::seconds permission_lifetime{300};
     std::chrono::seconds channel_lifetime{600};
+    // How often the load is measured against admin.capacity's marks.
+    std::chrono::milliseconds capacity_interval{1000};
   };
 
   explicit Daemon(Options options);
@@ -114,6 +117,9 @@ class Daemon {
   // Serves until no allocation is left, the grace period ends, or `stop` is signalled.
   void drain(const sigset_t& signals);
   void dnsLoop();
+  // Measures the load once per Options::capacity_interval and sets readiness by admin.capacity.
+  void capacityLoop();
+  void sampleCapacity();
 
   Options options_;
   LoadedConfig loaded_;
@@ -129,6 +135,7 @@ class Daemon {
   xdp::OffloadMaps* offload_maps_ = nullptr;
   std::vector<std::unique_ptr<Worker>> workers_;
   admin::HealthState health_;
+  admin::CapacityGate capacity_{admin::availableCpus()};
   std::unique_ptr<admin::AdminServer> health_server_;
   std::unique_ptr<admin::AdminServer> metrics_server_;  // null when sharing health_server_
   // With Options::admin_address: the same routes on loopback.
@@ -144,9 +151,10 @@ class Daemon {
   std::mutex reload_mutex_;  // one apply() at a time (SIGHUP, file watcher, CDS)
   // loaded_, builder_, dns_ and dataplane_: the control path, never the data path.
   mutable std::mutex mutex_;
-  std::condition_variable dns_wakeup_;
+  std::condition_variable wakeup_;  // the DNS and capacity threads, at stop()
   bool stopping_ = false;
   std::thread dns_thread_;
+  std::thread capacity_thread_;
 };
 
 }  // namespace kturn::daemon

@@ -181,6 +181,13 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
     policy.id = spec.id;
     policy.name = l.name;
     policy.offloadable = spec.protocol == TransportProtocol::kUdp && !spec.tls;  // TURN-UDP
+    policy.secure = spec.tls != nullptr;
+    policy.alternate_domain = l.alternate_domain;
+    for (const std::string& alternate : l.alternate_servers) {
+      if (auto address = TransportAddress::parse(alternate)) {  // validate() checked each
+        policy.alternate_servers.push_back(*address);
+      }
+    }
     for (const std::string& route : l.routes) {
       const config::Cluster* cluster = config.findCluster(route);
       if (cluster == nullptr) continue;  // a dangling route admits nothing, as in STUNner

@@ -97,6 +97,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     rejected.samples.push_back(
         {listener(ks::kLabelReason, ks::reject_reason::kInsufficientCapacity),
          static_cast<double>(s.allocations_rejected_capacity)});
+    rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kTryAlternate),
+                                static_cast<double>(s.allocations_redirected)});
     rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kForbidden),
                                 static_cast<double>(s.permission_denied)});
     permissions_rejected.samples.push_back(

@@ -6,6 +6,7 @@
 #include "config/validator.h"
 #include "kturn/transport_address.h"
 #include "operator/auth_renderer.h"
+#include "operator/capacity_annotations.h"
 #include "operator/deployment_renderer.h"
 #include "operator/listener_protocol.h"
 #include "operator/listener_renderer.h"
@@ -152,6 +153,12 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
   }
   auto auth = renderAuth(*ctx.gatewayConfig, snapshot);
   if (!auth) return rejectGateway(gw, reason::kInvalidParameters, auth.error().message, options);
+  auto annotations = readCapacityAnnotations(gw.meta);
+  if (!annotations) {
+    return rejectGateway(gw, reason::kInvalidParameters,
+                         "Gateway " + gw.meta.key().str() + ": " + annotations.error().message,
+                         options);
+  }
 
   GatewayRender out;
   out.output.gateway = gw.meta.key();
@@ -164,6 +171,7 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
   std::optional<k8s::Service> pub = publicService(gw, snapshot, svc.service);
 
   config::StunnerConfig conf{.version = "v1", .admin = renderAdmin(gw, ctx), .auth = *auth};
+  conf.admin.capacity = annotations->capacity;
   Json listenerStatuses = Json::array();
   std::optional<PublicAddress> lastAddress;
   bool allAddressed = true;
@@ -183,6 +191,12 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
         allAddressed = false;
       }
       l.config->routes = routes;
+      // A sibling Gateway in another region has the same listeners: its public address at this
+      // listener's port.
+      l.config->alternate_servers = annotations->alternateServers(static_cast<int>(l.spec->port));
+      if (!l.config->alternate_servers.empty()) {
+        l.config->alternate_domain = annotations->alternate_domain;
+      }
       conf.listeners.push_back(*l.config);
       if (svc.unexposed.contains(l.spec->name)) {
         l.conditions.set(condition(

@@ -1,5 +1,7 @@
 #include "stun/attributes.h"
 
+#include <array>
+
 #include "stun/byte_order.h"
 #include "stun/constants.h"
 
@@ -38,6 +40,11 @@ size_t encodeXorAddress(const TransportAddress& address, std::span<const uint8_t
 
 std::optional<TransportAddress> decodeAddress(std::span<const uint8_t> value) {
   return decodeAddressWithPad(value, nullptr);
+}
+
+size_t encodeAddress(const TransportAddress& address, uint8_t* out) {
+  static constexpr std::array<uint8_t, 16> kNoXor{};
+  return encodeXorAddress(address, kNoXor, out);
 }
 
 std::optional<uint32_t> decodeUint32(std::span<const uint8_t> value) {

@@ -25,8 +25,11 @@ std::optional<TransportAddress> decodeXorAddress(std::span<const uint8_t> value,
 size_t encodeXorAddress(const TransportAddress& address, std::span<const uint8_t, 16> xor_pad,
                         uint8_t* out);
 
-// MAPPED-ADDRESS (RFC 8489 §14.1), the same layout without the XOR.
+// MAPPED-ADDRESS (RFC 8489 §14.1), the same layout without the XOR; also ALTERNATE-SERVER
+// (§14.15).
 std::optional<TransportAddress> decodeAddress(std::span<const uint8_t> value);
+// Writes the value (8 or 20 bytes) to `out` and returns its size; `out` must hold 20 bytes.
+size_t encodeAddress(const TransportAddress& address, uint8_t* out);
 
 // A 32-bit value: LIFETIME, ICMP's data word, and similar.
 std::optional<uint32_t> decodeUint32(std::span<const uint8_t> value);

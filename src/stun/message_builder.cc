@@ -67,6 +67,13 @@ MessageBuilder& MessageBuilder::addXorAddress(uint16_t type, const TransportAddr
   return add(type, {value, n});
 }
 
+MessageBuilder& MessageBuilder::addAddress(uint16_t type, const TransportAddress& address) {
+  if (!ok_) return *this;
+  uint8_t value[20];
+  const size_t n = encodeAddress(address, value);
+  return add(type, {value, n});
+}
+
 MessageBuilder& MessageBuilder::addErrorCode(int code, std::string_view reason) {
   if (uint8_t* p = reserve(attr::kErrorCode, 4 + reason.size())) {
     p[0] = 0;

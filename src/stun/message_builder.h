@@ -29,6 +29,8 @@ class MessageBuilder {
   MessageBuilder& addString(uint16_t type, std::string_view value);
   MessageBuilder& addUint32(uint16_t type, uint32_t value);
   MessageBuilder& addXorAddress(uint16_t type, const TransportAddress& address);
+  // MAPPED-ADDRESS's layout, unXORed: MAPPED-ADDRESS itself, ALTERNATE-SERVER.
+  MessageBuilder& addAddress(uint16_t type, const TransportAddress& address);
   MessageBuilder& addErrorCode(int code, std::string_view reason);
   MessageBuilder& addErrorCode(int code) { return addErrorCode(code, error::reasonPhrase(code)); }
   MessageBuilder& addUnknownAttributes(std::span<const uint16_t> types);

@@ -158,6 +158,9 @@ class Server {
   void handleChannelBind(Request& req);
   void handleConnect(Request& req);
   void handleConnectionBind(Request& req);
+  // An Allocate this core has no room for: 300 Try Alternate naming the listener's alternate
+  // server of the client's family (RFC 8489 §10), or 508 without one.
+  void refuseForCapacity(Request& req);
   void handleSend(const FiveTuple& five_tuple, const stun::MessageView& message, const Now& now,
                   Actions& out);
 

@@ -51,6 +51,12 @@ struct ListenerPolicy {
   // TURN-UDP: clients send ChannelData in the clear over UDP, which the kernel fast path can
   // relay (ChannelOffload). False for TURN-DTLS, TURN-TCP and TURN-TLS.
   bool offloadable = false;
+  // Where an Allocate refused for capacity is redirected (RFC 8489 §10): 300 Try Alternate with
+  // the first of these of the client's family in ALTERNATE-SERVER, and alternate_domain in
+  // ALTERNATE-DOMAIN when `secure` (TURN-TLS, TURN-DTLS). Empty: 508, as without.
+  std::vector<TransportAddress> alternate_servers;
+  std::string alternate_domain;
+  bool secure = false;
 
   bool allowsIp(const IpAddress& ip) const;
   bool allows(const TransportAddress& peer) const { return admitting(peer) != nullptr; }

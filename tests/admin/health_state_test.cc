@@ -44,6 +44,24 @@ TEST(HealthStateTest, ForceReadyOverridesProbeOnly) {
   EXPECT_EQ(state.status(), HealthStatus::kTerminating);
 }
 
+TEST(HealthStateTest, OverCapacityFailsTheProbeWithoutLeavingReady) {
+  HealthState state;
+  state.setReady();
+  state.setOverCapacity(true);
+  EXPECT_FALSE(state.ready());
+  EXPECT_EQ(state.status(), HealthStatus::kReady);
+  state.setOverCapacity(false);
+  EXPECT_TRUE(state.ready());
+}
+
+TEST(HealthStateTest, ForceReadyOverridesOverCapacity) {
+  HealthState state;
+  state.setForceReady(true);
+  state.setReady();
+  state.setOverCapacity(true);
+  EXPECT_TRUE(state.ready());
+}
+
 TEST(HealthStateTest, RacingSetReadyNeverUndoesTerminating) {
   HealthState state;
   std::vector<std::thread> threads;

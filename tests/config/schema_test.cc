@@ -281,7 +281,11 @@ StunnerConfig fullyPopulatedConfig() {
                                  .handshake_timeout = 9,
                                  .source_quota = 10,
                                  .max_permissions = 11,
-                                 .max_channels = 12}},
+                                 .max_channels = 12},
+                .capacity = Capacity{.allocations = 13,
+                                     .relay_kbps = 14,
+                                     .cpu_percent = 15,
+                                     .resume_percent = 16}},
       .auth = {.type = "ephemeral",
                .realm = "full.example.org",
                .credentials = {{"username", "u"},
@@ -300,7 +304,9 @@ StunnerConfig fullyPopulatedConfig() {
                      .max_relay_port = 40100,
                      .cert = "Y2VydGlmaWNhdGU=",
                      .key = "cHJpdmF0ZSBrZXk=",
-                     .routes = {"media"}}},
+                     .routes = {"media"},
+                     .alternate_servers = {"198.51.100.8:443"},
+                     .alternate_domain = "turn-fra.example.org"}},
       .clusters = {{.name = "media",
                     .type = "STATIC",
                     .protocol = "UDP",
@@ -332,10 +338,11 @@ TEST(ConfigSchema, TheFullyPopulatedConfigSetsEveryMember) {
   const auto& [version, admin, auth, listeners, clusters] = config;
   EXPECT_TRUE(isSet(version) && isSet(listeners) && isSet(clusters));
   const auto& [name, loglevel, metrics_endpoint, healthcheck_endpoint, user_quota, offload_engine,
-               offload_interfaces, license_config, limits] = admin;
+               offload_interfaces, license_config, limits, capacity] = admin;
   EXPECT_TRUE(isSet(name) && isSet(loglevel) && isSet(metrics_endpoint) &&
               isSet(healthcheck_endpoint) && isSet(user_quota) && isSet(offload_engine) &&
-              isSet(offload_interfaces) && isSet(license_config) && isSet(limits));
+              isSet(offload_interfaces) && isSet(license_config) && isSet(limits) &&
+              isSet(capacity));
   const auto& [license_key, hmac] = *license_config;
   EXPECT_TRUE(isSet(license_key) && isSet(hmac));
   const auto& [max_allocations, allocation_kbps, listener_kbps, auth_failures, auth_failure_window,
@@ -346,14 +353,19 @@ TEST(ConfigSchema, TheFullyPopulatedConfigSetsEveryMember) {
                           handshake_timeout, source_quota, max_permissions, max_channels}) {
     EXPECT_TRUE(isSet(value));
   }
+  const auto& [allocations, relay_kbps, cpu_percent, resume_percent] = *capacity;
+  for (const int value : {allocations, relay_kbps, cpu_percent, resume_percent}) {
+    EXPECT_TRUE(isSet(value));
+  }
   const auto& [type, realm, credentials] = auth;
   EXPECT_TRUE(isSet(type) && isSet(realm) && isSet(credentials));
   const auto& [listener_name, protocol, public_address, public_port, address, port, bind_address,
-               min_relay_port, max_relay_port, cert, key, routes] = listeners[0];
+               min_relay_port, max_relay_port, cert, key, routes, alternate_servers,
+               alternate_domain] = listeners[0];
   EXPECT_TRUE(isSet(listener_name) && isSet(protocol) && isSet(public_address) &&
               isSet(public_port) && isSet(address) && isSet(port) && isSet(bind_address) &&
               isSet(min_relay_port) && isSet(max_relay_port) && isSet(cert) && isSet(key) &&
-              isSet(routes));
+              isSet(routes) && isSet(alternate_servers) && isSet(alternate_domain));
   const auto& [cluster_name, cluster_type, cluster_protocol, endpoints] = clusters[0];
   EXPECT_TRUE(isSet(cluster_name) && isSet(cluster_type) && isSet(cluster_protocol) &&
               isSet(endpoints));

@@ -930,6 +930,19 @@ class MonitoringTest(unittest.TestCase):
         self.assertLessEqual(hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"])
 
 
+    def test_hpa_behaviour_is_the_seeds(self):
+        # Source document 001: scale up at once by 100 % or 10 pods per 15 s (the larger), down
+        # after a 600 s window by 10 % a minute.
+        behavior = one(FULL, "HorizontalPodAutoscaler")["spec"]["behavior"]
+        up, down = behavior["scaleUp"], behavior["scaleDown"]
+        self.assertEqual((up["stabilizationWindowSeconds"], up["selectPolicy"]), (0, "Max"))
+        self.assertEqual(sorted((p["type"], p["value"], p["periodSeconds"]) for p in up["policies"]),
+                         [("Percent", 100, 15), ("Pods", 10, 15)])
+        self.assertEqual(down["stabilizationWindowSeconds"], 600)
+        self.assertEqual([(p["type"], p["value"], p["periodSeconds"]) for p in down["policies"]],
+                         [("Percent", 10, 60)])
+
+
 class NetworkPolicyTest(unittest.TestCase):
     """deploy/helm/kturn/templates/networkpolicy.yaml: who may reach the operator and kturn-auth."""
 

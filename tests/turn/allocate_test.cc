@@ -259,6 +259,81 @@ TEST_F(TurnTest, ServerWideLimitIs508) {
   EXPECT_EQ(allocate().errorCode(), 508);
 }
 
+// listeners[].alternate_servers: an Allocate refused for capacity is redirected (RFC 8489 §10).
+class RedirectTest : public TurnTest {
+ protected:
+  void withAlternates(std::vector<const char*> alternates, uint32_t max_allocations,
+                      bool secure = false) {
+    ServerConfig c = staticConfig();
+    c.max_allocations = max_allocations;
+    for (const char* a : alternates) c.listeners[0].alternate_servers.push_back(addr(a));
+    c.listeners[0].alternate_domain = "turn-fra.example.com";
+    c.listeners[0].secure = secure;
+    reset(c);
+  }
+  Reply allocateFromAnotherPort() {
+    tuple_.client.port += 1;
+    nonce_.clear();
+    return allocate();
+  }
+  static std::optional<TransportAddress> alternateServer(const Reply& reply) {
+    const auto v = reply.view().value(stun::attr::kAlternateServer);
+    return v ? stun::decodeAddress(*v) : std::nullopt;
+  }
+};
+
+TEST_F(RedirectTest, FullServerAnswers300WithTheAlternateOfTheClientsFamily) {
+  withAlternates({"[2001:db8::7]:3478", "198.51.100.7:3478", "198.51.100.8:3478"}, 1);
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  const Reply reply = allocateFromAnotherPort();
+  EXPECT_EQ(reply.errorCode(), 300);
+  EXPECT_EQ(alternateServer(reply), addr("198.51.100.7:3478"));
+  // Authenticated with the requester's key, as coturn's client checks; no ALTERNATE-DOMAIN
+  // over plain UDP.
+  EXPECT_EQ(stun::checkMessageIntegrity(reply.view(),
+                                        stun::longTermKey("user1", "kturn.test", "pass1").span()),
+            stun::IntegrityCheck::kValid);
+  EXPECT_FALSE(reply.view().has(stun::attr::kAlternateDomain));
+  EXPECT_EQ(server_->allocationCount(), 1u);
+  EXPECT_EQ(server_->stats().allocations_redirected, 1u);
+  EXPECT_EQ(server_->stats().allocations_rejected_capacity, 0u);
+}
+
+TEST_F(RedirectTest, NoRelayPortLeftRedirectsToo) {
+  withAlternates({"198.51.100.7:3478"}, 0);
+  relays_.exhausted = true;
+  const Reply reply = allocate();
+  EXPECT_EQ(reply.errorCode(), 300);
+  EXPECT_EQ(alternateServer(reply), addr("198.51.100.7:3478"));
+  EXPECT_EQ(server_->allocationCount(), 0u);
+}
+
+TEST_F(RedirectTest, SecureListenersAddTheAlternateDomain) {
+  withAlternates({"198.51.100.7:5349"}, 1, true);
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  const Reply reply = allocateFromAnotherPort();
+  EXPECT_EQ(reply.errorCode(), 300);
+  EXPECT_EQ(reply.string(stun::attr::kAlternateDomain), "turn-fra.example.com");
+}
+
+TEST_F(RedirectTest, NoAlternateOfTheClientsFamilyIs508) {
+  withAlternates({"[2001:db8::7]:3478"}, 1);
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(allocateFromAnotherPort().errorCode(), 508);
+  EXPECT_EQ(server_->stats().allocations_redirected, 0u);
+  EXPECT_EQ(server_->stats().allocations_rejected_capacity, 1u);
+}
+
+TEST_F(RedirectTest, QuotasAreNotRedirected) {
+  // Over the per-user quota the client is refused wherever it goes: 486 stays.
+  ServerConfig c = staticConfig();
+  c.max_allocations_per_user = 1;
+  c.listeners[0].alternate_servers.push_back(addr("198.51.100.7:3478"));
+  reset(c);
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(allocateFromAnotherPort().errorCode(), 486);
+}
+
 TEST_F(TurnTest, RefreshWithLifetimeZeroDeletesAndClosesTheRelay) {
   ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
   auto reply = refresh(0);

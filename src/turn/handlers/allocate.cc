@@ -38,6 +38,34 @@ void addSuccessAttributes(stun::MessageBuilder& b, const Allocation& a, Seconds 
 
 }  // namespace
 
+void Server::refuseForCapacity(Request& req) {
+  const ListenerPolicy* policy = config_->listener(req.listener);
+  const TransportAddress* alternate = nullptr;
+  if (policy != nullptr) {
+    // RFC 8489 §10: the alternate server is of the family of the request's source address.
+    for (const TransportAddress& a : policy->alternate_servers) {
+      if (a.family() == req.five_tuple.client.family()) {
+        alternate = &a;
+        break;
+      }
+    }
+  }
+  if (alternate == nullptr) {
+    ++cur_->allocations_rejected_capacity;
+    return respondError(req, stun::error::kInsufficientCapacity);
+  }
+  // Authenticated like any response to this request, so that a client that holds the
+  // credentials can tell the redirect is ours (coturn's client checks it).
+  ++cur_->allocations_redirected;
+  ++cur_->error_responses;
+  respond(req, stun::MessageClass::kErrorResponse, [&](stun::MessageBuilder& b) {
+    b.addErrorCode(stun::error::kTryAlternate).addAddress(stun::attr::kAlternateServer, *alternate);
+    if (policy->secure && !policy->alternate_domain.empty()) {
+      b.addString(stun::attr::kAlternateDomain, policy->alternate_domain);
+    }
+  });
+}
+
 void Server::handleAllocate(Request& req) {
   ++cur_->requests_allocate;
   const stun::MessageView& m = req.message;
@@ -139,8 +167,7 @@ void Server::handleAllocate(Request& req) {
   }
   if (cfg.max_allocations != 0 && allocations_.size() >= cfg.max_allocations) {
     user_quota_.release(username);
-    ++cur_->allocations_rejected_capacity;
-    return respondError(req, stun::error::kInsufficientCapacity);
+    return refuseForCapacity(req);
   }
 
   Allocation& a = allocations_.create(req.five_tuple);
@@ -155,8 +182,7 @@ void Server::handleAllocate(Request& req) {
                                    ? stun::error::kUnsupportedTransportProtocol
                                    : stun::error::kAddressFamilyNotSupported);
     }
-    ++cur_->allocations_rejected_capacity;
-    return respondError(req, stun::error::kInsufficientCapacity);
+    return refuseForCapacity(req);
   }
   const Seconds lifetime = grantedLifetime(m);
   a.listener = req.listener;

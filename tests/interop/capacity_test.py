@@ -1,0 +1,283 @@
+#!/usr/bin/python3
+"""Capacity-aware readiness and redirect when full (docs/operations.md), against real clients.
+
+  --case readiness  admin.capacity.allocations 8, resume_percent 60: uclient holds a call while
+                    allocations are added up to the mark; /ready and /capacity turn 503 (the
+                    time from the mark to 503 is printed), stay 503 at 6 allocations (under the
+                    mark, over the resume point 4.8), turn 200 at 4; a new Allocate is served
+                    meanwhile, and the call loses nothing.
+  --case bandwidth  admin.capacity.relay_kbps 2000: a client relaying about 8 Mbit/s through a
+                    channel turns /ready 503; once it stops /ready turns 200 again (printed).
+  --case redirect   kturnd A at admin.limits.max_allocations 1, its listener's alternate_servers
+                    naming kturnd B: with A full, coturn's turnutils_uclient follows the 300 Try
+                    Alternate to B and relays through it with no loss, and an aioice TURN client
+                    that is handed the redirect allocates on B and relays; A counts the redirects.
+
+  /usr/bin/python3 capacity_test.py --server kturnd --kturnd build/kturnd --case readiness
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness as h  # noqa: E402
+import ops_test  # noqa: E402
+import uclient_test  # noqa: E402
+
+
+def start_kturnd(args, workdir, admin, listener=None, extra_args=()):
+    """kturnd with static credentials, its health and metrics endpoint on a free port."""
+    health = h.free_port()
+    settings = h.ServerSettings(auth="static")
+    config = h.KturndServer.config_for(settings)
+    config["admin"].update(admin)
+    config["admin"]["healthcheck_endpoint"] = f"http://127.0.0.1:{health}"
+    config["admin"]["metrics_endpoint"] = f"http://127.0.0.1:{health}/metrics"
+    config["listeners"][0].update(listener or {})
+    server = h.KturndServer(args.kturnd, config, workdir=workdir, settings=settings,
+                            loglevel="all:INFO", extra_args=list(extra_args))
+    server.health = health
+    return server
+
+
+def ready(server) -> int:
+    return ops_test.http_get(server.health, "/ready")[0]
+
+
+def capacity(server):
+    status, body = ops_test.http_get(server.health, "/capacity")
+    return status, json.loads(body)
+
+
+def wait_ready(server, want: int, timeout: float) -> float:
+    """Seconds until /ready answers `want` (bounded by `timeout`)."""
+    start = time.monotonic()
+    ops_test.wait_for(lambda: ready(server) == want, timeout, f"/ready to answer {want}")
+    return time.monotonic() - start
+
+
+def stays(server, want: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status = ready(server)
+        h.check(status == want, f"/ready answered {status}, want {want} throughout")
+        time.sleep(0.1)
+
+
+def case_readiness(args, workdir):
+    with start_kturnd(args, workdir, {"capacity": {"allocations": 8, "resume_percent": 60}}) as s:
+        _, peer_port = h.start_udp_echo_peer(workdir)
+        h.check(ready(s) == 200, "/ready is not 200 before any load")
+        status, body = capacity(s)
+        h.check(status == 200 and body["allocations"]["mark"] == 8 and
+                abs(body["allocations"]["resume"] - 4.8) < 1e-9,
+                f"/capacity before any load: {status} {body}")
+        # A call: 2 clients (4 allocations, uclient makes two per client) x 400 messages every
+        # 20 ms, about 8 s of traffic across the whole test.
+        call = h.Proc("turnutils_uclient", ops_test.uclient_argv(s, peer_port, 2, 400, 20),
+                      workdir)
+        h.register_log(call.log_path)
+        call.start()
+        ops_test.wait_for(lambda: ops_test.allocation_count(s.health) >= 4, 10,
+                          "uclient's 4 allocations")
+        user, password = s.settings.credentials()
+        extra = [h.TurnClient(s.address, user, password) for _ in range(4)]
+        try:
+            for c in extra:
+                c.allocate()
+            reached = time.monotonic()
+            h.check(ops_test.allocation_count(s.health) == 8, "not 8 allocations")
+            wait_ready(s, 503, 5)
+            withdraw = time.monotonic() - reached
+            status, body = capacity(s)
+            h.check(status == 503 and body["over_capacity"] and
+                    body["allocations"]["headroom"] == 0, f"/capacity at the mark: {status} {body}")
+            status, text = ops_test.http_get(s.health, "/status")
+            h.check(json.loads(text).get("status") == "READY",
+                    f"/status left READY while over capacity: {text}")
+            # Over capacity is a signal to load balancers, not a refusal: a new client is served.
+            with h.TurnClient(s.address, user, password) as late:
+                late.allocate()
+                h.check(late.create_permission((h.LOOPBACK, peer_port)).error_code() is None,
+                        "CreatePermission refused while over capacity")
+                h.check(late.refresh(0).error_code() is None, "Refresh(0) failed")
+            # Under the mark, over the resume point: 503 holds (hysteresis).
+            for c in extra[:2]:
+                h.check(c.refresh(0).error_code() is None, "Refresh(0) failed")
+            stays(s, 503, 2.5)
+            # Under the resume point: 200 again.
+            for c in extra[2:]:
+                h.check(c.refresh(0).error_code() is None, "Refresh(0) failed")
+            resume = wait_ready(s, 200, 5)
+            status, body = capacity(s)
+            h.check(status == 200 and not body["over_capacity"] and body["transitions"] == 2,
+                    f"/capacity after the load fell: {status} {body}")
+        finally:
+            for c in extra:
+                c.close()
+        rc = call.wait(timeout=60)
+        h.check(rc == 0, f"uclient failed (rc={rc})")
+        summary = uclient_test.parse_summary(call.output())
+        h.check(summary["sent"] == 800 and summary["recv"] == 800 and summary["lost"] == 0,
+                f"the call lost packets while readiness flipped: {summary}")
+        s.check_alive()
+        print(f"readiness: /ready 503 {withdraw:.2f} s after the 8th allocation, 200 again "
+              f"{resume:.2f} s after falling to 4 (resume point 4.8); the call echoed "
+              f"{summary['recv']}/{summary['sent']}")
+
+
+def case_bandwidth(args, workdir):
+    with start_kturnd(args, workdir, {"capacity": {"relay_kbps": 2000,
+                                                   "resume_percent": 50}}) as s:
+        _, peer_port = h.start_udp_echo_peer(workdir)
+        user, password = s.settings.credentials()
+        with h.TurnClient(s.address, user, password) as c:
+            c.allocate()
+            h.check(c.channel_bind(0x4001, (h.LOOPBACK, peer_port)).error_code() is None,
+                    "ChannelBind refused")
+            stop = threading.Event()
+            sent = [0]
+
+            def load():
+                # 1,000-byte payloads at about 500 a second each way: some 8 Mbit/s relayed.
+                payload = b"b" * 1000
+                deadline = time.monotonic() + 20
+                while not stop.is_set() and time.monotonic() < deadline and sent[0] < 10000:
+                    c.send_channel_data(0x4001, payload)
+                    sent[0] += 1
+                    time.sleep(0.002)
+
+            thread = threading.Thread(target=load, daemon=True)
+            thread.start()
+            try:
+                withdraw = wait_ready(s, 503, 10)
+                status, body = capacity(s)
+                h.check(status == 503 and body["relay_kbps"]["value"] >= 2000,
+                        f"/capacity under load: {status} {body}")
+                load_kbps = body["relay_kbps"]["value"]
+            finally:
+                stop.set()
+                thread.join()
+            resume = wait_ready(s, 200, 10)
+            status, body = capacity(s)
+            h.check(status == 200 and body["relay_kbps"]["value"] < 1000,
+                    f"/capacity once idle: {status} {body}")
+        s.check_alive()
+        print(f"bandwidth: {load_kbps:.0f} kbit/s relayed, /ready 503 {withdraw:.2f} s after the "
+              f"load started, 200 {resume:.2f} s after it stopped")
+
+
+def redirects(server) -> float:
+    samples = ops_test.metric_samples(server.health)
+    return samples.get(("kturn_allocations_rejected_total",
+                        (("listener", "udp"), ("reason", "try_alternate"))), 0)
+
+
+async def aioice_redirected(full, sibling, peer_port: int, user: str, password: str) -> str:
+    import aioice.stun
+    import aioice.turn
+    # aioice 0.8's codec has no entry for RFC 8489's ALTERNATE-SERVER; an application that
+    # follows redirects teaches it the attribute (MAPPED-ADDRESS's layout, which it has).
+    aioice.stun.ATTRIBUTES_BY_TYPE.setdefault(
+        0x8023, (0x8023, "ALTERNATE-SERVER", aioice.stun.pack_address,
+                 aioice.stun.unpack_address))
+
+    class Echoes(asyncio.DatagramProtocol):
+        def __init__(self):
+            self.received = asyncio.Queue()
+
+        def datagram_received(self, data, addr):
+            self.received.put_nowait(data)
+
+    try:
+        await aioice.turn.create_turn_endpoint(Echoes, full.address, user, password)
+        raise h.TestFailure("aioice allocated on the full server")
+    except aioice.stun.TransactionFailed as e:
+        code = e.response.attributes["ERROR-CODE"][0]
+        h.check(code == 300, f"aioice's Allocate on the full server got {code}, want 300")
+        alternate = e.response.attributes.get("ALTERNATE-SERVER")
+    h.check(tuple(alternate) == sibling.address,
+            f"ALTERNATE-SERVER {alternate}, want the sibling {sibling.address}")
+    transport, protocol = await aioice.turn.create_turn_endpoint(
+        Echoes, tuple(alternate), user, password)
+    try:
+        relayed = transport.get_extra_info("sockname")
+        for i in range(5):
+            transport.sendto(f"redirected {i}".encode(), (h.LOOPBACK, peer_port))
+        got = [await asyncio.wait_for(protocol.received.get(), 5) for _ in range(5)]
+        h.check(sorted(got) == sorted(f"redirected {i}".encode() for i in range(5)),
+                f"aioice's echoes through the sibling: {got}")
+        return f"{relayed[0]}:{relayed[1]}"
+    finally:
+        transport.close()
+
+
+def case_redirect(args, workdir):
+    sibling = start_kturnd(args, os.path.join(workdir, "b"), {})
+    os.makedirs(sibling.workdir, exist_ok=True)
+    with sibling:
+        full = start_kturnd(
+            args, os.path.join(workdir, "a"), {"limits": {"max_allocations": 1}},
+            listener={"alternate_servers": [f"{sibling.host}:{sibling.port}"]},
+            # One worker: the process-wide cap is shared among workers, so with one it is exact.
+            extra_args=["--udp-thread-num", "1"])
+        os.makedirs(full.workdir, exist_ok=True)
+        with full:
+            _, peer_port = h.start_udp_echo_peer(workdir)
+            user, password = full.settings.credentials()
+            with h.TurnClient(full.address, user, password) as holder:
+                holder.allocate()  # A is full now
+                resp = h.TurnClient(full.address, user, password)
+                try:
+                    reply = resp.request(h.ALLOCATE, lambda m: m.add(h.A_REQUESTED_TRANSPORT,
+                                                                     bytes([17, 0, 0, 0])))
+                finally:
+                    resp.close()
+                h.check((reply.error_code() or (0,))[0] == 300,
+                        f"the full server did not answer 300: {reply.describe()}")
+                # uclient: 1 client, 50 messages; its first Allocate meets the full server.
+                summary = ops_test.run_uclient(
+                    workdir, ops_test.uclient_argv(full, peer_port, 1, 50, 10))
+                h.check(summary["sent"] == 50 and summary["recv"] == 50 and
+                        summary["lost"] == 0, f"uclient through the sibling: {summary}")
+                # uclient deletes its allocations at the end: count what the sibling created
+                # and relayed.
+                samples = ops_test.metric_samples(sibling.health)
+                on_sibling = samples.get(("kturn_allocations_created_total",
+                                          (("listener", "udp"),)), 0)
+                relayed = sum(v for (name, labels), v in samples.items()
+                              if name == "kturn_relayed_packets_total")
+                h.check(on_sibling >= 1 and relayed >= 100,
+                        f"uclient's call did not go through the sibling: {on_sibling} "
+                        f"allocations created there, {relayed} packets relayed")
+                relayed_at = asyncio.run(
+                    aioice_redirected(full, sibling, peer_port, user, password))
+                count = redirects(full)
+                h.check(count >= 3, f"the full server counted {count} redirects, want >= 3 "
+                                    "(ours, uclient's, aioice's)")
+                h.check(ops_test.allocation_count(full.health) == 1,
+                        "the full server holds more than its one allocation")
+            full.check_alive()
+        sibling.check_alive()
+    print(f"redirect: uclient followed 300 to the sibling ({summary['recv']}/{summary['sent']} "
+          f"echoed, {on_sibling:.0f} allocations there), aioice relayed from {relayed_at} on it; "
+          f"{count:.0f} redirects counted")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    h.add_server_args(p)
+    p.add_argument("--case", required=True, choices=("readiness", "bandwidth", "redirect"))
+    args, _ = p.parse_known_args()
+    cases = {"readiness": case_readiness, "bandwidth": case_bandwidth, "redirect": case_redirect}
+    h.run_test(f"capacity-{args.case}", lambda a, w: cases[a.case](a, w), p)
+
+
+if __name__ == "__main__":
+    main()

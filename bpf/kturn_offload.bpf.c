@@ -63,6 +63,17 @@ struct {
   __type(value, __u64);
 } kturn_stats SEC(".maps");
 
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, KTURN_BLOCK_DEFAULT_ENTRIES);
+  __type(key, struct kturn_block_key);
+  __type(value, struct kturn_block_value);
+} kturn_blocked SEC(".maps");
+
+/* Set by kturnd once it has blocked a source: until then no datagram pays for a lookup in
+ * kturn_blocked. */
+volatile __u32 kturn_blocking = 0;
+
 /* The largest payload relayed, set by the loader before loading (read-only afterwards, so the
  * verifier sees a constant); tests lower it to reach the oversize case. */
 const volatile __u32 max_payload = KTURN_OFFLOAD_MAX_PAYLOAD;
@@ -430,6 +441,22 @@ peer:
 
 /* Parses and decides: 1 for a datagram to relay (p, r, d filled); 0 for one to leave, its
  * reason counted. */
+/* Whether the datagram comes from a source kturnd blocked on its destination port (and counts
+ * it). */
+static __always_inline int blocked(const struct packet* p) {
+  if (!kturn_blocking) return 0;
+  struct kturn_block_key key = {};
+  __builtin_memcpy(key.addr, p->src, 16);
+  key.port = p->dport;
+  struct kturn_block_value* b = bpf_map_lookup_elem(&kturn_blocked, &key);
+  if (!b || bpf_ktime_get_ns() >= b->expires_ns) return 0;
+  __sync_fetch_and_add(&b->dropped, 1);
+  count(KTURN_STAT_DROP_BLOCKED);
+  return 1;
+}
+
+/* 1: relay the packet as `r` says; 0: leave it to the kernel and kturnd; -1: drop it (a blocked
+ * source). */
 static __always_inline int classify(void* data, void* data_end, struct packet* p,
                                     struct rewrite* r, struct decision* d) {
   int parsed = parse(data, data_end, p);
@@ -438,6 +465,7 @@ static __always_inline int classify(void* data, void* data_end, struct packet* p
     count(KTURN_STAT_PASS_IP);
     return 0;
   }
+  if (blocked(p)) return -1;
   if (decide(data, data_end, p, r, d)) return 1;
   if (d->stat != KTURN_STAT_COUNT) count(d->stat);
   return 0;
@@ -514,7 +542,9 @@ int kturn_tc(struct __sk_buff* skb) {
   struct packet p = {};
   struct rewrite r = {};
   struct decision d = {};
-  if (!classify(data, data_end, &p, &r, &d)) return TC_ACT_OK;
+  const int verdict = classify(data, data_end, &p, &r, &d);
+  if (verdict < 0) return TC_ACT_SHOT;
+  if (verdict == 0) return TC_ACT_OK;
   if (skb->gso_segs > 1 || p.payload_len > max_payload) {
     count(KTURN_STAT_PASS_SIZE);
     return TC_ACT_OK;
@@ -593,7 +623,9 @@ int kturn_xdp(struct xdp_md* ctx) {
   struct packet p = {};
   struct rewrite r = {};
   struct decision d = {};
-  if (!classify(data, data_end, &p, &r, &d)) return XDP_PASS;
+  const int verdict = classify(data, data_end, &p, &r, &d);
+  if (verdict < 0) return XDP_DROP;
+  if (verdict == 0) return XDP_PASS;
   /* The payload must be in the frame as the UDP header says (no multi-buffer frames). */
   if (data + p.l4 + UDP_HLEN + p.payload_len > data_end ||
       p.payload_len > max_payload) {

@@ -74,6 +74,26 @@ struct kturn_counter {
   __u64 bytes; /* application data: the ChannelData payload, or the peer's UDP payload */
 };
 
+/* A source kturnd drops in the kernel (the fail2ban pattern of source document 001): every UDP
+ * datagram from `addr` to kturnd's listener port `port` is dropped before the network stack
+ * until `expires_ns` (CLOCK_MONOTONIC), because the source kept failing authentication there.
+ * Written by the worker whose throttle caught the source; an LRU map, so a flood of sources
+ * evicts the oldest entries instead of failing. */
+struct kturn_block_key {
+  __u8 addr[16];
+  __be16 port;
+  __u16 pad;  /* zero */
+  __u32 pad2; /* zero */
+};
+
+struct kturn_block_value {
+  __u64 expires_ns;
+  __u64 dropped; /* datagrams the program dropped for this entry (atomic adds) */
+};
+
+/* Entries of kturn_blocked. */
+#define KTURN_BLOCK_DEFAULT_ENTRIES 16384
+
 /* Indexes of the per-CPU counter array `kturn_stats`: what the program did with a packet it
  * looked at. Everything but the first two leaves the packet to the kernel and kturnd as it was. */
 enum kturn_offload_stat {
@@ -86,6 +106,7 @@ enum kturn_offload_stat {
   KTURN_STAT_PASS_SIZE,     /* larger than the program moves, or a GSO packet */
   KTURN_STAT_PASS_ROUTE,    /* no route, forwarding off, MTU too small, family change */
   KTURN_STAT_ABORTED,       /* a helper failed half-way: dropped, never seen twice */
+  KTURN_STAT_DROP_BLOCKED,  /* from a source kturn_blocked holds, to its port: dropped */
   KTURN_STAT_COUNT,
 };
 
@@ -99,12 +120,16 @@ static_assert(sizeof(kturn_channel_value) == 48);
 static_assert(sizeof(kturn_peer_key) == 40);
 static_assert(sizeof(kturn_peer_value) == 56);
 static_assert(sizeof(kturn_counter) == 16);
+static_assert(sizeof(kturn_block_key) == 24);
+static_assert(sizeof(kturn_block_value) == 16);
 #else
 _Static_assert(sizeof(struct kturn_channel_key) == 40, "kturn_channel_key");
 _Static_assert(sizeof(struct kturn_channel_value) == 48, "kturn_channel_value");
 _Static_assert(sizeof(struct kturn_peer_key) == 40, "kturn_peer_key");
 _Static_assert(sizeof(struct kturn_peer_value) == 56, "kturn_peer_value");
 _Static_assert(sizeof(struct kturn_counter) == 16, "kturn_counter");
+_Static_assert(sizeof(struct kturn_block_key) == 24, "kturn_block_key");
+_Static_assert(sizeof(struct kturn_block_value) == 16, "kturn_block_value");
 #endif
 
 #endif /* KTURN_BPF_KTURN_OFFLOAD_H_ */

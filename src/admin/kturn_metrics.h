@@ -23,6 +23,8 @@ inline constexpr std::array<std::string_view, 1> kListener{kLabelListener};
 inline constexpr std::array<std::string_view, 2> kListenerDirection{kLabelListener,
                                                                     kLabelDirection};
 inline constexpr std::array<std::string_view, 2> kListenerReason{kLabelListener, kLabelReason};
+inline constexpr std::string_view kLabelRegion = "region";
+inline constexpr std::array<std::string_view, 1> kRegion{kLabelRegion};
 inline constexpr std::array<std::string_view, 1> kMethod{kLabelMethod};
 inline constexpr std::array<std::string_view, 2> kListenerEvent{kLabelListener, kLabelEvent};
 inline constexpr std::array<std::string_view, 1> kOutcome{kLabelOutcome};
@@ -143,6 +145,24 @@ inline constexpr MetricSpec kAuthFailuresTotal{
     .label_names = kListenerReason,
 };
 
+inline constexpr MetricSpec kDataplaneInfo{
+    .name = "kturn_dataplane_info",
+    .help =
+        "Always 1: its region label is the config's admin.region (the Gateway's "
+        "kturn.io/region), to join other series by region",
+    .type = MetricType::kGauge,
+    .label_names = kRegion,
+};
+
+inline constexpr MetricSpec kSourcesBlockedTotal{
+    .name = "kturn_sources_blocked_total",
+    .help =
+        "Number of times a source that kept failing authentication was put in the kernel "
+        "drop list",
+    .type = MetricType::kCounter,
+    .label_names = kListener,
+};
+
 inline constexpr MetricSpec kRelayedBytesTotal{
     .name = "kturn_relayed_bytes_total",
     .help = "Application bytes relayed between clients and peers (rx: from clients)",
@@ -248,7 +268,7 @@ inline constexpr MetricSpec kOffloadRefusedTotal{
 };
 
 // outcome values of kOffloadDatagramsTotal, indexed by bpf/kturn_offload.h's kturn_offload_stat.
-inline constexpr std::array<std::string_view, 9> kOffloadOutcomes{
+inline constexpr std::array<std::string_view, 10> kOffloadOutcomes{
     "to_peer",    // ChannelData relayed to its peer
     "to_client",  // a peer's datagram relayed to its client
     "no_entry",   // ChannelData of a channel the kernel does not hold: to kturnd
@@ -258,6 +278,7 @@ inline constexpr std::array<std::string_view, 9> kOffloadOutcomes{
     "size",       // oversize or GSO: to kturnd
     "route",      // no route, forwarding off, MTU, family change: to kturnd
     "aborted",    // a kernel helper failed half-way: dropped
+    "blocked",    // from a source in the drop list (admin.limits.block_seconds): dropped
 };
 
 inline constexpr MetricSpec kOffloadDatagramsTotal{
@@ -279,12 +300,24 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 16> kAllSeries{
-    &kAllocationsCreatedTotal,    &kAllocationsExpiredTotal,  &kAllocationsEndedTotal,
-    &kAllocationsRejectedTotal,   &kPermissionsRejectedTotal, &kAuthFailuresTotal,
-    &kRelayedBytesTotal,          &kRelayedPacketsTotal,      &kDropsTotal,
-    &kConnectionsClosedTotal,     &kPeerConnectionsTotal,     &kRequestDurationSeconds,
-    &kOffloadRelayedPacketsTotal, &kOffloadRelayedBytesTotal, &kOffloadChannels,
+inline constexpr std::array<const MetricSpec*, 18> kAllSeries{
+    &kAllocationsCreatedTotal,
+    &kAllocationsExpiredTotal,
+    &kAllocationsEndedTotal,
+    &kAllocationsRejectedTotal,
+    &kPermissionsRejectedTotal,
+    &kAuthFailuresTotal,
+    &kSourcesBlockedTotal,
+    &kDataplaneInfo,
+    &kRelayedBytesTotal,
+    &kRelayedPacketsTotal,
+    &kDropsTotal,
+    &kConnectionsClosedTotal,
+    &kPeerConnectionsTotal,
+    &kRequestDurationSeconds,
+    &kOffloadRelayedPacketsTotal,
+    &kOffloadRelayedBytesTotal,
+    &kOffloadChannels,
     &kOffloadDatagramsTotal,
 };
 

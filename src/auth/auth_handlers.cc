@@ -28,7 +28,21 @@ struct Minted {
   IceQuery query;
 };
 
-std::variant<Minted, admin::Response> mint(const ConfigHolder& configs,
+// Every origin's configs as one set. With one origin, its own set as it is; with more, each id
+// prefixed with its origin's index ("1:media/gateway"), since two clusters may both have a
+// gateway media/gateway.
+std::shared_ptr<const ConfigSet> merged(const ConfigSources& sources) {
+  if (sources.size() == 1) return sources.front()->get();
+  auto all = std::make_shared<ConfigSet>();
+  for (size_t i = 0; i < sources.size(); ++i) {
+    for (const auto& [id, config] : *sources[i]->get()) {
+      all->emplace(std::to_string(i) + ":" + id, config);
+    }
+  }
+  return all;
+}
+
+std::variant<Minted, admin::Response> mint(const ConfigSources& configs,
                                            const AuthHandlerOptions& options,
                                            const admin::Request& request) {
   if (!admin::bearerAuthorized(request, options.bearer_token)) {
@@ -40,9 +54,9 @@ std::variant<Minted, admin::Response> mint(const ConfigHolder& configs,
   if (!query->public_addr && !options.public_address.empty()) {
     query->public_addr = options.public_address;
   }
-  const auto current = configs.get();
+  const auto current = merged(configs);
   if (current->empty()) return errorResponse(500, "no dataplane configuration available");
-  IceServerList list = iceServers(*current, *query, options.clock());
+  IceServerList list = iceServers(*current, *query, options.clock(), options.regions);
   for (const Error& e : list.errors) spdlog::error("cannot mint a credential: {}", e.message);
   if (list.servers.empty()) {
     // STUNner answers 404 here too; naming why the selected gateways gave nothing is kinder.
@@ -57,37 +71,39 @@ std::variant<Minted, admin::Response> mint(const ConfigHolder& configs,
 
 }  // namespace
 
-admin::Handler turnAuthHandler(const ConfigHolder& configs, AuthHandlerOptions options) {
-  return [&configs, options = std::move(options)](const admin::Request& request) {
-    // "/" is a subtree pattern in the router's Go rules: other paths are not ours.
-    if (request.path != "/") return errorResponse(404, "404 page not found");
-    auto minted = mint(configs, options, request);
-    if (auto* error = std::get_if<admin::Response>(&minted)) return std::move(*error);
-    // The TURN REST API has room for one server: the first gateway's, as STUNner's service
-    // (which takes whichever its map yields first).
-    const Minted& m = std::get<Minted>(minted);
-    const IceServer& first = m.servers.front();
-    return jsonResponse(200, {{"username", first.credential.username},
-                              {"password", first.credential.password},
-                              {"ttl", m.query.ttl.count()},
-                              {"uris", first.urls}});
-  };
+admin::Handler turnAuthHandler(ConfigSources configs, AuthHandlerOptions options) {
+  return
+      [configs = std::move(configs), options = std::move(options)](const admin::Request& request) {
+        // "/" is a subtree pattern in the router's Go rules: other paths are not ours.
+        if (request.path != "/") return errorResponse(404, "404 page not found");
+        auto minted = mint(configs, options, request);
+        if (auto* error = std::get_if<admin::Response>(&minted)) return std::move(*error);
+        // The TURN REST API has room for one server: the first gateway's, as STUNner's service
+        // (which takes whichever its map yields first); with regions, the nearest.
+        const Minted& m = std::get<Minted>(minted);
+        const IceServer& first = m.servers.front();
+        return jsonResponse(200, {{"username", first.credential.username},
+                                  {"password", first.credential.password},
+                                  {"ttl", m.query.ttl.count()},
+                                  {"uris", first.urls}});
+      };
 }
 
-admin::Handler iceAuthHandler(const ConfigHolder& configs, AuthHandlerOptions options) {
-  return [&configs, options = std::move(options)](const admin::Request& request) {
-    auto minted = mint(configs, options, request);
-    if (auto* error = std::get_if<admin::Response>(&minted)) return std::move(*error);
-    const Minted& m = std::get<Minted>(minted);
-    nlohmann::json servers = nlohmann::json::array();
-    for (const IceServer& server : m.servers) {
-      servers.push_back({{"urls", server.urls},
-                         {"username", server.credential.username},
-                         {"credential", server.credential.password}});
-    }
-    return jsonResponse(200, {{"iceServers", std::move(servers)},
-                              {"iceTransportPolicy", m.query.ice_transport_policy}});
-  };
+admin::Handler iceAuthHandler(ConfigSources configs, AuthHandlerOptions options) {
+  return
+      [configs = std::move(configs), options = std::move(options)](const admin::Request& request) {
+        auto minted = mint(configs, options, request);
+        if (auto* error = std::get_if<admin::Response>(&minted)) return std::move(*error);
+        const Minted& m = std::get<Minted>(minted);
+        nlohmann::json servers = nlohmann::json::array();
+        for (const IceServer& server : m.servers) {
+          servers.push_back({{"urls", server.urls},
+                             {"username", server.credential.username},
+                             {"credential", server.credential.password}});
+        }
+        return jsonResponse(200, {{"iceServers", std::move(servers)},
+                                  {"iceTransportPolicy", m.query.ice_transport_policy}});
+      };
 }
 
 }  // namespace kturn::auth

@@ -14,9 +14,11 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "admin/handler.h"
 #include "auth/config_holder.h"
+#include "auth/region_policy.h"
 
 namespace kturn::auth {
 
@@ -27,9 +29,22 @@ struct AuthHandlerOptions {
   // stunner-auth-service reads it. Empty: each listener's public address, else its address.
   std::string public_address{};
   std::function<std::chrono::system_clock::time_point()> clock = std::chrono::system_clock::now;
+  // kturn: the order of regions (--region-network, --region-order).
+  RegionPolicy regions{};
 };
 
-admin::Handler turnAuthHandler(const ConfigHolder& configs, AuthHandlerOptions options);
-admin::Handler iceAuthHandler(const ConfigHolder& configs, AuthHandlerOptions options);
+// The configs of every origin kturn-auth follows (one holder each); answers are built from all
+// of them. The holders must outlive the handler.
+using ConfigSources = std::vector<const ConfigHolder*>;
+
+admin::Handler turnAuthHandler(ConfigSources configs, AuthHandlerOptions options);
+admin::Handler iceAuthHandler(ConfigSources configs, AuthHandlerOptions options);
+// One origin.
+inline admin::Handler turnAuthHandler(const ConfigHolder& configs, AuthHandlerOptions options) {
+  return turnAuthHandler(ConfigSources{&configs}, std::move(options));
+}
+inline admin::Handler iceAuthHandler(const ConfigHolder& configs, AuthHandlerOptions options) {
+  return iceAuthHandler(ConfigSources{&configs}, std::move(options));
+}
 
 }  // namespace kturn::auth

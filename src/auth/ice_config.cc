@@ -1,5 +1,6 @@
 #include "auth/ice_config.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "cds/url_util.h"
@@ -58,6 +59,13 @@ Result<IceQuery> parseIceQuery(std::string_view query) {
   if (const auto* v = get("gateway")) q.gateway = *v;
   if (const auto* v = get("listener")) q.listener = *v;
   if (const auto* v = get("public-addr")) q.public_addr = *v;
+  if (const auto* v = get("region")) q.region = *v;
+  if (const auto* v = get("client")) {
+    if (!IpAddress::parse(*v)) {
+      return makeError(Error::Code::kInvalidArgument, "client: must be an IP address");
+    }
+    q.client = *v;
+  }
   if (const auto* v = get("iceTransportPolicy")) {
     if (*v != "all" && *v != "relay" && *v != "public") {
       return makeError(Error::Code::kInvalidArgument,
@@ -107,11 +115,12 @@ Result<IceServer> iceServer(const config::StunnerConfig& config, const IceQuery&
   auto credential = mintCredential(config.auth, query.username, now, query.ttl);
   if (!credential) return credential.error();
   server.credential = std::move(*credential);
+  server.region = config.admin.region;
   return server;
 }
 
 IceServerList iceServers(const ConfigSet& configs, const IceQuery& query,
-                         std::chrono::system_clock::time_point now) {
+                         std::chrono::system_clock::time_point now, const RegionPolicy& regions) {
   IceServerList list;
   for (const auto& [id, config] : configs) {
     auto server = iceServer(*config, query, now);
@@ -121,6 +130,11 @@ IceServerList iceServers(const ConfigSet& configs, const IceQuery& query,
       list.servers.push_back(std::move(*server));
     }
   }
+  const std::optional<std::string> wanted = regions.wanted(query.region, query.client);
+  std::stable_sort(list.servers.begin(), list.servers.end(),
+                   [&](const IceServer& a, const IceServer& b) {
+                     return regions.rank(a.region, wanted) < regions.rank(b.region, wanted);
+                   });
   return list;
 }
 

@@ -9,6 +9,8 @@
 //                       `gateway` only counts with `namespace`, and `listener` only with both
 //   public-addr         the host to put in the URIs instead of the listeners' addresses
 //   iceTransportPolicy  echoed in /ice: all (default), relay or public
+//   region, client      kturn: the region whose gateways come first, or the client's IP address
+//                       that the configured client networks map to one (region_policy.h)
 //
 // Listener names: the operator renders "<namespace>/<gateway>/<listener>". A listener with a
 // name of another shape (a standalone kturnd config) takes namespace and gateway from
@@ -24,6 +26,7 @@
 
 #include "auth/config_holder.h"
 #include "auth/credential.h"
+#include "auth/region_policy.h"
 #include "config/stunner_config.h"
 #include "kturn/result.h"
 
@@ -38,6 +41,8 @@ struct IceQuery {
   std::optional<std::string> listener{};
   std::optional<std::string> public_addr{};
   std::string ice_transport_policy = "all";
+  std::optional<std::string> region{};
+  std::optional<std::string> client{};
 };
 
 // Parses an undecoded query string ("service=turn&ttl=600"). kInvalidArgument naming the
@@ -61,6 +66,7 @@ std::vector<std::string> listenerUris(const config::StunnerConfig& config, const
 struct IceServer {
   std::vector<std::string> urls;
   Credential credential;
+  std::string region;  // the config's admin.region
 };
 
 // The URIs of listenerUris() with a credential minted at `now` (mintCredential's errors). Empty
@@ -74,11 +80,13 @@ Result<IceServer> iceServer(const config::StunnerConfig& config, const IceQuery&
 // credential its own kturnd accepts. Entries in id order (STUNner's follow Go's sync.Map, in no
 // set order). A config with selected listeners that cannot mint (auth none, no secret) is left
 // out, as STUNner leaves it out; its error, prefixed with its id, goes to `errors`.
+// With regions (kturn): ordered by `regions.rank()` for the query's region, stable within.
 struct IceServerList {
   std::vector<IceServer> servers;
   std::vector<Error> errors;
 };
 IceServerList iceServers(const ConfigSet& configs, const IceQuery& query,
-                         std::chrono::system_clock::time_point now);
+                         std::chrono::system_clock::time_point now,
+                         const RegionPolicy& regions = {});
 
 }  // namespace kturn::auth

@@ -13,6 +13,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <vector>
 
 #include "admin/admin_server.h"
 #include "auth/auth_handlers.h"
@@ -24,8 +26,10 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"kturn-auth: TURN credential and ICE server service, STUNner-compatible"};
-  std::string origin;
+  std::vector<std::string> origins;
   std::string id;
+  std::vector<std::string> region_networks;
+  std::vector<std::string> region_order;
   std::string address = "0.0.0.0";
   uint16_t port = 8088;
   std::string token_file;
@@ -33,10 +37,20 @@ int main(int argc, char** argv) {
   std::string log_format = "text";
   bool verbose = false;
   kturn::k8s::DiscoveryFlags discovery;
-  app.add_option("-c,--config", origin,
+  app.add_option("-c,--config", origins,
                  "config origin: file://PATH (or a path), a config discovery server (http://, "
                  "ws://, https://, wss://), or k8s; default k8s: find the discovery server "
-                 "through the Kubernetes API, as stunner-auth-service does");
+                 "through the Kubernetes API, as stunner-auth-service does. Repeat it to serve "
+                 "the gateways of several clusters (one per region) from one kturn-auth")
+      ->take_all();
+  app.add_option("--region-network", region_networks,
+                 "<IP>[/<prefix>]=<region>: clients in this network (the `client` parameter of "
+                 "a request) get the ICE servers of that region first; repeatable, first match "
+                 "wins");
+  app.add_option("--region-order", region_order,
+                 "regions in order of preference, for the ICE servers after the wanted region's "
+                 "(comma-separated or repeated)")
+      ->delimiter(',');
   app.add_option("-i,--id", id,
                  "with a config discovery server: follow only this gateway, <namespace>/<name> "
                  "(default: every gateway the server holds)");
@@ -60,7 +74,9 @@ int main(int argc, char** argv) {
   if (const auto ignored = kturn::k8s::ignoredDiscoveryFlags(app); !ignored.empty()) {
     spdlog::info("Kubernetes client flags accepted and ignored: {}", fmt::join(ignored, " "));
   }
-  if (origin.empty() || origin == "k8s") {
+  if (origins.empty()) origins.push_back("k8s");
+  for (std::string& origin : origins) {
+    if (origin != "k8s") continue;
     auto found = kturn::k8s::discoverConfigDiscoveryServer(discovery);
     if (!found) {
       spdlog::critical("config discovery server: {}", found.error().message);
@@ -69,10 +85,20 @@ int main(int argc, char** argv) {
     spdlog::info("config discovery server {}", *found);
     origin = *found;
   }
+  std::vector<kturn::auth::RegionPolicy::Network> networks;
+  for (const std::string& text : region_networks) {
+    auto network = kturn::auth::RegionPolicy::parseNetwork(text);
+    if (!network) {
+      std::fprintf(stderr, "kturn-auth: --region-network: %s\n", network.error().message.c_str());
+      return 2;
+    }
+    networks.push_back(std::move(*network));
+  }
   // Threads started below inherit this mask; the main thread takes the signals with sigwait().
   sigset_t set = kturn::signals::blockTermination();
 
   kturn::auth::AuthHandlerOptions handler_options;
+  handler_options.regions = kturn::auth::RegionPolicy(std::move(networks), region_order);
   if (const char* public_address = std::getenv("STUNNER_PUBLIC_ADDR")) {
     handler_options.public_address = public_address;
     spdlog::info("URIs name STUNNER_PUBLIC_ADDR {} unless a request asks for another",
@@ -87,16 +113,24 @@ int main(int argc, char** argv) {
     handler_options.bearer_token = std::move(*token);
   }
 
-  kturn::auth::ConfigHolder configs;
-  kturn::auth::ConfigFollower follower({.origin = origin,
-                                        .id = id,
-                                        .token_file = discovery.cdsTokenFile,
-                                        .ca_file = discovery.cdsCaFile,
-                                        .ca_pem = discovery.cdsCaPem},
-                                       configs);
-  if (auto started = follower.start(); !started) {
-    spdlog::critical("{}", started.error().message);
-    return 1;
+  // One holder and follower per origin (a cluster, a region); the handlers read them all.
+  std::vector<std::unique_ptr<kturn::auth::ConfigHolder>> holders;
+  std::vector<std::unique_ptr<kturn::auth::ConfigFollower>> followers;
+  kturn::auth::ConfigSources configs;
+  for (const std::string& origin : origins) {
+    holders.push_back(std::make_unique<kturn::auth::ConfigHolder>());
+    configs.push_back(holders.back().get());
+    followers.push_back(std::make_unique<kturn::auth::ConfigFollower>(
+        kturn::auth::ConfigFollowerOptions{.origin = origin,
+                                           .id = id,
+                                           .token_file = discovery.cdsTokenFile,
+                                           .ca_file = discovery.cdsCaFile,
+                                           .ca_pem = discovery.cdsCaPem},
+        *holders.back()));
+    if (auto started = followers.back()->start(); !started) {
+      spdlog::critical("{}", started.error().message);
+      return 1;
+    }
   }
   kturn::admin::AdminServer server({.host = address, .port = port});
   server.handle("/", kturn::auth::turnAuthHandler(configs, handler_options));
@@ -111,6 +145,6 @@ int main(int argc, char** argv) {
   sigwait(&set, &signal_number);
   spdlog::info("signal {}: stopping", signal_number);
   server.stop();
-  follower.stop();
+  for (auto& follower : followers) follower->stop();
   return 0;
 }

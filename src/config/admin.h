@@ -38,6 +38,11 @@ struct Limits {
   // bounded); a CreatePermission or ChannelBind that would add one more gets 508.
   int max_permissions = 64;
   int max_channels = 64;
+  // A source that uses up auth_failures is also dropped in the kernel (the eBPF fast path's drop
+  // list, when offload_engine attaches it) for this many seconds; 0: never.
+  int block_seconds = 60;
+  // Sources neither throttled nor blocked: "IP[/prefix]" (a NAT of your own, a monitoring probe).
+  std::vector<std::string> trusted_networks{};
 
   friend bool operator==(const Limits&, const Limits&) = default;
 };
@@ -70,6 +75,9 @@ struct Admin {
   std::optional<LicenseConfig> license_config{};
   std::optional<Limits> limits{};      // kturn extension
   std::optional<Capacity> capacity{};  // kturn extension
+  // kturn extension: the region this dataplane serves ("eu-central"), which kturn-auth orders
+  // its ICE servers by and the metrics carry; empty: none.
+  std::string region{};
 
   friend bool operator==(const Admin&, const Admin&) = default;
 };

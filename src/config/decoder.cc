@@ -190,6 +190,8 @@ Result<void> readLimits(const Json& v, const Path& path, std::optional<Limits>& 
       field("source_quota", readInt, limits.source_quota),
       field("max_permissions", readInt, limits.max_permissions),
       field("max_channels", readInt, limits.max_channels),
+      field("block_seconds", readInt, limits.block_seconds),
+      field("trusted_networks", readStringList, limits.trusted_networks),
   };
   if (auto r = readObject(v, path, fields); !r) return r;
   out = limits;
@@ -222,6 +224,7 @@ Result<void> readAdmin(const Json& v, const Path& path, Admin& a) {
       field("license_config", readLicense, a.license_config),
       field("limits", readLimits, a.limits),
       field("capacity", readCapacity, a.capacity),
+      field("region", readString, a.region),
   };
   return readObject(v, path, fields);
 }

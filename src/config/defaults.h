@@ -51,6 +51,7 @@ inline constexpr IntRange kHandshakeTimeoutRange{1, 300};
 // admin.limits.max_permissions and max_channels: both lists are scanned per relayed packet, hence
 // the upper bound; 0 would make the allocation useless, hence the lower one.
 inline constexpr IntRange kPerAllocationRange{1, 1024};
+inline constexpr IntRange kBlockSecondsRange{0, 86400};
 // admin.capacity: a CPU mark in percent of the CPUs kturnd may use, and the resume point in
 // percent of each mark (below 100, or there would be no hysteresis).
 inline constexpr IntRange kCpuPercentRange{0, 100};

@@ -180,6 +180,21 @@ std::vector<FieldSpec> limitsFields() {
             "gets 508 (`kturn_permissions_rejected_total{reason=\"channel_limit\"}`). Rebinding "
             "a held channel never counts.",
             "16"),
+      limit("admin.limits.block_seconds", kDefaults.block_seconds, kBlockSecondsRange, "seconds",
+            "A source that uses up `auth_failures` is also put in the eBPF fast path's drop list "
+            "for this long: its datagrams to that listener port are dropped in the kernel "
+            "(`kturn_offload_datagrams_total{outcome=\"blocked\"}`, "
+            "`kturn_sources_blocked_total`, `/status` `admin.blocked_sources`). Needs "
+            "`offload_engine` attached; UDP listeners (TURN-UDP, TURN-DTLS) only. 0: never.",
+            "300"),
+      {.path = "admin.limits.trusted_networks",
+       .type = FieldType::kStringList,
+       .format = "IP[/prefix] list",
+       .origin = Origin::kKturn,
+       .description = "Sources never throttled nor blocked for failed authentications (your own "
+                      "NAT, a monitoring probe).",
+       .sample = R"(["10.0.0.0/8", "2001:db8::/32"])",
+       .bad_sample = R"(["10.0.0.0/8:<1-2>"])"},
   };
 }
 
@@ -211,6 +226,18 @@ std::vector<FieldSpec> capacityFields() {
            "mark.",
            "75"),
   };
+}
+
+std::vector<FieldSpec> regionFields() {
+  return {{.path = "admin.region",
+           .format = "region name",
+           .origin = Origin::kKturn,
+           .description = "The region this dataplane serves: kturn-auth answers `/ice` with the "
+                          "servers of the caller's region first "
+                          "([many regions](operations.md#region-aware-ice-servers)), and "
+                          "`kturn_dataplane_info` carries it. The operator renders the "
+                          "Gateway's `kturn.io/region` annotation.",
+           .sample = R"("eu-central")"}};
 }
 
 std::vector<FieldSpec> authFields() {
@@ -420,6 +447,7 @@ std::vector<FieldSpec> buildSchema() {
   append(out, adminFields());
   append(out, limitsFields());
   append(out, capacityFields());
+  append(out, regionFields());
   append(out, authFields());
   append(out, listenerFields());
   append(out, clusterFields());

@@ -44,7 +44,9 @@ Json adminJson(const Admin& a) {
                          {"handshake_timeout", l.handshake_timeout},
                          {"source_quota", l.source_quota},
                          {"max_permissions", l.max_permissions},
-                         {"max_channels", l.max_channels}};
+                         {"max_channels", l.max_channels},
+                         {"block_seconds", l.block_seconds},
+                         {"trusted_networks", l.trusted_networks}};
   }
   if (a.capacity) {
     const Capacity& c = *a.capacity;
@@ -53,6 +55,7 @@ Json adminJson(const Admin& a) {
                            {"cpu_percent", c.cpu_percent},
                            {"resume_percent", c.resume_percent}};
   }
+  putString(out, "region", a.region);
   return out;
 }
 

@@ -8,6 +8,7 @@
 
 #include "config/base64.h"
 #include "config/defaults.h"
+#include "config/endpoint.h"
 #include "config/text_util.h"
 #include "kturn/transport_address.h"
 
@@ -105,6 +106,18 @@ Result<void> validateAdmin(Admin& a) {
         return invalid(
             std::string("admin.limits.") + name,
             "must be " + rangeText(kPerAllocationRange) + ", got " + std::to_string(value));
+      }
+    }
+    if (!kBlockSecondsRange.contains(l.block_seconds)) {
+      return invalid("admin.limits.block_seconds", "want " + rangeText(kBlockSecondsRange) +
+                                                       " seconds, got " +
+                                                       std::to_string(l.block_seconds));
+    }
+    for (size_t i = 0; i < l.trusted_networks.size(); ++i) {
+      const auto network = parseEndpoint(l.trusted_networks[i]);
+      if (!network || network->has_port_range) {
+        return invalid("admin.limits.trusted_networks[" + std::to_string(i) + "]",
+                       "want IP[/prefix], got " + quoteText(l.trusted_networks[i]));
       }
     }
   }

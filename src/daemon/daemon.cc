@@ -321,6 +321,15 @@ nlohmann::json Daemon::statusDocument() {
     // kturn's own, beside STUNner's admin fields: where the kernel path is and why it is idle.
     doc.admin["offload_status"] = {{"attached", offload_.describe()},
                                    {"problems", offload_.problems()}};
+    // Sources dropped in the kernel for failing authentication (admin.limits.block_seconds).
+    nlohmann::json blocked = nlohmann::json::array();
+    for (const OffloadManager::BlockedSource& b : offload_.blockedSources()) {
+      blocked.push_back({{"address", b.address.toString()},
+                         {"port", b.port},
+                         {"expires_in_seconds", b.expires_in_seconds},
+                         {"dropped", b.dropped}});
+    }
+    doc.admin["blocked_sources"] = std::move(blocked);
   }
   if (shared_relays_) {
     // kturn's own too: relayed addresses held without a socket each (--relay-sockets shared).

@@ -53,6 +53,7 @@ struct Dataplane {
   // The host's addresses when the config was built: where a relay of the family the client did
   // not reach kturnd with comes from.
   net::InterfaceAddresses interfaces;
+  std::string region;  // admin.region, for kturn_dataplane_info
 };
 
 using DataplanePtr = std::shared_ptr<const Dataplane>;

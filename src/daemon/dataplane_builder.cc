@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/base64.h"
+#include "config/endpoint.h"
 #include "turn/restricted_peers.h"
 
 namespace kturn::daemon {
@@ -110,11 +111,18 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   turn_config->listener_bytes_per_second = share(uint64_t(limits.listener_kbps) * 1000 / 8);
   turn_config->auth_failures_per_window = static_cast<uint32_t>(limits.auth_failures);
   turn_config->auth_failure_window_seconds = limits.auth_failure_window;
+  turn_config->block_seconds = limits.block_seconds;
+  for (const std::string& network : limits.trusted_networks) {
+    if (auto e = config::parseEndpoint(network)) {  // validate() checked each
+      turn_config->trusted_sources.push_back({e->prefix, e->prefix_len});
+    }
+  }
   turn_config->lifetimes.nonce = turn::Seconds(limits.nonce_lifetime);
   turn_config->lifetimes.permission = permission_lifetime_;
   turn_config->lifetimes.channel = channel_lifetime_;
 
   auto dataplane = std::make_shared<Dataplane>();
+  dataplane->region = config.admin.region;
   if (limits.max_connections > 0) {
     dataplane->connections.max_connections = share(static_cast<uint64_t>(limits.max_connections));
   }

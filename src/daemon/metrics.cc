@@ -48,6 +48,9 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
   auto rejected = admin::familyOf(ks::kAllocationsRejectedTotal);
   auto permissions_rejected = admin::familyOf(ks::kPermissionsRejectedTotal);
   auto auth = admin::familyOf(ks::kAuthFailuresTotal);
+  auto blocked = admin::familyOf(ks::kSourcesBlockedTotal);
+  auto info = admin::familyOf(ks::kDataplaneInfo);
+  info.samples.push_back({labels({{ks::kLabelRegion, dataplane.region}}), 1});
   auto relayed_packets = admin::familyOf(ks::kRelayedPacketsTotal);
   auto relayed_bytes = admin::familyOf(ks::kRelayedBytesTotal);
   auto drops = admin::familyOf(ks::kDropsTotal);
@@ -107,6 +110,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
     permissions_rejected.samples.push_back(
         {listener(ks::kLabelReason, ks::capacity_reason::kChannelLimit),
          static_cast<double>(s.channels_rejected_capacity)});
+    blocked.samples.push_back({listener(), static_cast<double>(s.sources_blocked)});
     auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kUnknownUser),
                             static_cast<double>(s.auth_unknown_user)});
     auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kBadIntegrity),
@@ -229,6 +233,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                   &rejected,
                   &permissions_rejected,
                   &auth,
+                  &blocked,
+                  &info,
                   &relayed_packets,
                   &relayed_bytes,
                   &drops,

@@ -1,9 +1,11 @@
 #include "daemon/offload_manager.h"
 
+#include <arpa/inet.h>
 #include <net/if.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 
 namespace kturn::daemon {
@@ -96,6 +98,26 @@ xdp::OffloadMaps* OffloadManager::reconcile(const std::string& engine_text,
 
 std::vector<uint64_t> OffloadManager::outcomes() const {
   return program_ ? program_->stats() : std::vector<uint64_t>{};
+}
+
+std::vector<OffloadManager::BlockedSource> OffloadManager::blockedSources() const {
+  std::vector<BlockedSource> out;
+  if (!program_) return out;
+  // steady_clock is CLOCK_MONOTONIC on Linux, the clock of the entries' expiry.
+  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
+  const uint64_t now_ns = static_cast<uint64_t>(std::max<int64_t>(0, now));
+  for (const auto& b : program_->blockedSources(now_ns)) {
+    const bool v4 = std::all_of(b.key.addr, b.key.addr + 10, [](uint8_t x) { return x == 0; }) &&
+                    b.key.addr[10] == 0xff && b.key.addr[11] == 0xff;
+    out.push_back({.address = v4 ? IpAddress::fromBytes(AddressFamily::kIPv4, {b.key.addr + 12, 4})
+                                 : IpAddress::fromBytes(AddressFamily::kIPv6, {b.key.addr, 16}),
+                   .port = ntohs(b.key.port),
+                   .expires_in_seconds = static_cast<double>(b.value.expires_ns - now_ns) / 1e9,
+                   .dropped = b.value.dropped});
+  }
+  return out;
 }
 
 std::vector<std::string> OffloadManager::problems() const {

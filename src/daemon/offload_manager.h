@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kturn/transport_address.h"
 #include "xdp/kernel_maps.h"
 #include "xdp/offload_program.h"
 
@@ -29,6 +30,15 @@ class OffloadManager {
 
   // The program's outcome counters (kturn_offload_stat), empty while none is loaded.
   std::vector<uint64_t> outcomes() const;
+  // The drop list's live entries (SourceBlockList writes them), for /status: address, port,
+  // seconds left and datagrams dropped. Empty while no program is loaded.
+  struct BlockedSource {
+    IpAddress address;
+    uint16_t port = 0;
+    double expires_in_seconds = 0;
+    uint64_t dropped = 0;
+  };
+  std::vector<BlockedSource> blockedSources() const;
   // "TC on lo, eth0", "None": for the log.
   std::string describe() const;
   // Why the kernel path cannot relay on an attached interface now, one line each: the program

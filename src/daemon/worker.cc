@@ -266,15 +266,19 @@ void Worker::setOffload(xdp::OffloadMaps* maps, uint32_t first_slot, uint32_t sl
       // Keep what the kernel relayed on the listeners' counters.
       const auto& relayed = offloader_->listenerTraffic();
       server_->setChannelOffload(nullptr);  // withdraws every channel: their last counts
+      server_->setSourceBlocker(nullptr);
       for (size_t id = 0; id < relayed.size(); ++id) {
         static_cast<turn::TrafficCounters&>(traffic(static_cast<turn::ListenerId>(id))) +=
             relayed[id];
       }
       offloader_.reset();
+      blocker_.reset();
     }
     if (maps == nullptr) return;
     offloader_ = std::make_unique<ChannelOffloader>(*maps, first_slot, slots);
     server_->setChannelOffload(offloader_.get());
+    blocker_ = std::make_unique<SourceBlockList>(*maps);
+    server_->setSourceBlocker(blocker_.get());
   });
 }
 

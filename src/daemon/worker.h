@@ -21,6 +21,7 @@
 #include "daemon/request_times.h"
 #include "daemon/session_log.h"
 #include "daemon/shared_relay_ports.h"
+#include "daemon/source_block_list.h"
 #include "daemon/stream_listener.h"
 #include "net/event_loop.h"
 #include "net/raw_udp_sender.h"
@@ -202,6 +203,7 @@ class Worker {
   RelaySockets relays_;
   SessionLog session_log_;
   std::unique_ptr<ChannelOffloader> offloader_;  // before server_, which points at it
+  std::unique_ptr<SourceBlockList> blocker_;     // before server_, which points at it
   std::unique_ptr<turn::Server> server_;
   std::vector<std::unique_ptr<Listener>> listeners_;  // stable addresses for the callbacks
   net::UdpReceiveBatch rx_;

@@ -6,8 +6,8 @@
 #include "config/validator.h"
 #include "kturn/transport_address.h"
 #include "operator/auth_renderer.h"
-#include "operator/capacity_annotations.h"
 #include "operator/deployment_renderer.h"
+#include "operator/global_annotations.h"
 #include "operator/listener_protocol.h"
 #include "operator/listener_renderer.h"
 #include "operator/network_policy_renderer.h"
@@ -153,7 +153,7 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
   }
   auto auth = renderAuth(*ctx.gatewayConfig, snapshot);
   if (!auth) return rejectGateway(gw, reason::kInvalidParameters, auth.error().message, options);
-  auto annotations = readCapacityAnnotations(gw.meta);
+  auto annotations = readGlobalAnnotations(gw.meta);
   if (!annotations) {
     return rejectGateway(gw, reason::kInvalidParameters,
                          "Gateway " + gw.meta.key().str() + ": " + annotations.error().message,
@@ -172,6 +172,7 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
 
   config::StunnerConfig conf{.version = "v1", .admin = renderAdmin(gw, ctx), .auth = *auth};
   conf.admin.capacity = annotations->capacity;
+  conf.admin.region = annotations->region;
   Json listenerStatuses = Json::array();
   std::optional<PublicAddress> lastAddress;
   bool allAddressed = true;

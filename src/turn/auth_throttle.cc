@@ -9,13 +9,13 @@ bool AuthThrottle::allows(const IpAddress& ip, int64_t now_seconds, const Limits
   return s.failures < limits.max_failures;
 }
 
-void AuthThrottle::recordFailure(const IpAddress& ip, int64_t now_seconds, const Limits& limits) {
-  if (limits.max_failures == 0) return;
+bool AuthThrottle::recordFailure(const IpAddress& ip, int64_t now_seconds, const Limits& limits) {
+  if (limits.max_failures == 0) return false;
   Slot& s = slots_[slotOf(ip)];
   if (s.ip != ip || now_seconds - s.window_start >= limits.window_seconds) {
     s = Slot{ip, now_seconds, 0};
   }
-  ++s.failures;
+  return ++s.failures == limits.max_failures;
 }
 
 }  // namespace kturn::turn

@@ -21,7 +21,9 @@ class AuthThrottle {
   // False while `ip` has used up its failures in the current window: its authenticated
   // requests are then dropped before any HMAC is computed.
   bool allows(const IpAddress& ip, int64_t now_seconds, const Limits& limits) const;
-  void recordFailure(const IpAddress& ip, int64_t now_seconds, const Limits& limits);
+  // Returns true for the failure that uses up the allowance (the source is throttled from now
+  // until its window ends), false for every other.
+  bool recordFailure(const IpAddress& ip, int64_t now_seconds, const Limits& limits);
 
  private:
   static constexpr size_t kSlots = 4096;

@@ -252,7 +252,8 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
     return false;
   }
   const AuthThrottle::Limits limits{cfg.auth_failures_per_window, cfg.auth_failure_window_seconds};
-  if (!auth_throttle_.allows(req.five_tuple.client.ip, req.now.unix_seconds, limits)) {
+  if (!auth_throttle_.allows(req.five_tuple.client.ip, req.now.unix_seconds, limits) &&
+      !cfg.trusted(req.five_tuple.client.ip)) {
     ++cur_->auth_throttled;  // dropped unanswered, before any HMAC work
     return false;
   }
@@ -380,8 +381,14 @@ void Server::respondError(Request& req, int code) {
 
 void Server::rejectCredentials(Request& req, int code) {
   const ServerConfig& cfg = *config_;
-  auth_throttle_.recordFailure(req.five_tuple.client.ip, req.now.unix_seconds,
-                               {cfg.auth_failures_per_window, cfg.auth_failure_window_seconds});
+  const IpAddress& source = req.five_tuple.client.ip;
+  if (auth_throttle_.recordFailure(
+          source, req.now.unix_seconds,
+          {cfg.auth_failures_per_window, cfg.auth_failure_window_seconds}) &&
+      blocker_ != nullptr && cfg.block_seconds > 0 && !cfg.trusted(source)) {
+    ++cur_->sources_blocked;
+    blocker_->block(req.listener, req.five_tuple, req.now.mono + Seconds(cfg.block_seconds));
+  }
   if (code == stun::error::kWrongCredentials) {
     respondError(req, code);
   } else {

@@ -25,6 +25,7 @@
 #include "turn/server_config.h"
 #include "turn/server_stats.h"
 #include "turn/session_observer.h"
+#include "turn/source_blocker.h"
 #include "turn/timer_wheel.h"
 #include "turn/user_quota.h"
 
@@ -60,6 +61,9 @@ class Server {
   // channel back. Offers the channels already bound at once. Not owned; must outlive the Server
   // or be replaced first.
   void setChannelOffload(ChannelOffload* offload);
+  // Takes the sources that use up their authentication failures (source_blocker.h); null: none.
+  // Not owned; must outlive the Server or be replaced first.
+  void setSourceBlocker(SourceBlocker* blocker) { blocker_ = blocker; }
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
@@ -235,6 +239,7 @@ class Server {
   RelayAllocator& relays_;
   SessionObserver* observer_ = nullptr;
   ChannelOffload* offload_ = nullptr;
+  SourceBlocker* blocker_ = nullptr;
   NonceGenerator nonces_;
   uint64_t rng_state_;
   AuthThrottle auth_throttle_;

@@ -4,6 +4,13 @@
 
 namespace kturn::turn {
 
+bool ServerConfig::trusted(const IpAddress& ip) const {
+  for (const IpPrefix& p : trusted_sources) {
+    if (p.contains(ip)) return true;
+  }
+  return false;
+}
+
 bool PeerRange::containsIp(const IpAddress& ip) const {
   return IpPrefix{prefix, prefix_length}.contains(ip);
 }

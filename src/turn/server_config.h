@@ -9,6 +9,7 @@
 
 #include "kturn/transport_address.h"
 #include "turn/ids.h"
+#include "turn/restricted_peers.h"
 #include "turn/time.h"
 
 namespace kturn::turn {
@@ -115,6 +116,11 @@ struct ServerConfig {
   // authenticated requests are dropped unanswered until the window ends.
   uint32_t auth_failures_per_window = 20;
   int64_t auth_failure_window_seconds = 10;
+  // A source that uses up its failures is also handed to the SourceBlocker, if any, for this
+  // long (0: never). Sources in `trusted_sources` are neither throttled nor blocked.
+  int64_t block_seconds = 60;
+  std::vector<IpPrefix> trusted_sources;
+  bool trusted(const IpAddress& ip) const;
   std::vector<ListenerPolicy> listeners;
   // Names of the clusters by ClusterId (index 0 unused), for the metrics.
   std::vector<std::string> cluster_names;

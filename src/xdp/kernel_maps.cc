@@ -9,6 +9,8 @@ namespace kturn::xdp {
 KernelMaps::KernelMaps(const OffloadProgram& program)
     : channels_fd_(program.channelsMapFd()),
       peers_fd_(program.peersMapFd()),
+      blocked_fd_(program.blockedMapFd()),
+      blocking_(program.blockingSwitch()),
       slots_(program.counterSlots()) {
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   const size_t size = (size_t{slots_} * sizeof(kturn_counter) + page - 1) / page * page;
@@ -36,6 +38,14 @@ void KernelMaps::eraseChannel(const kturn_channel_key& key) {
 }
 
 void KernelMaps::erasePeer(const kturn_peer_key& key) { bpf_map_delete_elem(peers_fd_, &key); }
+
+bool KernelMaps::putBlock(const kturn_block_key& key, const kturn_block_value& value) {
+  if (blocking_ == nullptr || bpf_map_update_elem(blocked_fd_, &key, &value, BPF_ANY) != 0) {
+    return false;
+  }
+  __atomic_store_n(blocking_, 1u, __ATOMIC_RELAXED);  // the program looks from now on
+  return true;
+}
 
 kturn_counter KernelMaps::readCounter(uint32_t slot) const {
   if (counters_ == nullptr || slot >= slots_) return {};

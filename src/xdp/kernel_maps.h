@@ -21,12 +21,15 @@ class KernelMaps final : public OffloadMaps {
   bool putPeer(const kturn_peer_key& key, const kturn_peer_value& value) override;
   void eraseChannel(const kturn_channel_key& key) override;
   void erasePeer(const kturn_peer_key& key) override;
+  bool putBlock(const kturn_block_key& key, const kturn_block_value& value) override;
   kturn_counter readCounter(uint32_t slot) const override;
   uint32_t counterSlots() const override { return slots_; }
 
  private:
   int channels_fd_;
   int peers_fd_;
+  int blocked_fd_;
+  uint32_t* blocking_;  // the program's switch (OffloadProgram::blockingSwitch), may be null
   uint32_t slots_;
   kturn_counter* counters_ = nullptr;  // the mapped kturn_counters array
   size_t mapped_size_ = 0;

@@ -23,6 +23,9 @@ class OffloadMaps {
   // Removes an entry; absent entries are ignored.
   virtual void eraseChannel(const kturn_channel_key& key) = 0;
   virtual void erasePeer(const kturn_peer_key& key) = 0;
+  // Drops every datagram of `key`'s source to its port in the kernel until value.expires_ns (a
+  // source the auth throttle caught); false when the kernel refused.
+  virtual bool putBlock(const kturn_block_key& key, const kturn_block_value& value) = 0;
   // The running totals of a counter slot (never reset: callers keep the value they last read).
   virtual kturn_counter readCounter(uint32_t slot) const = 0;
   // Slots [0, counterSlots()).

@@ -122,6 +122,30 @@ int OffloadProgram::channelsMapFd() const { return bpf_map__fd(skel_->maps.kturn
 int OffloadProgram::peersMapFd() const { return bpf_map__fd(skel_->maps.kturn_peers); }
 int OffloadProgram::countersMapFd() const { return bpf_map__fd(skel_->maps.kturn_counters); }
 int OffloadProgram::statsMapFd() const { return bpf_map__fd(skel_->maps.kturn_stats); }
+int OffloadProgram::blockedMapFd() const { return bpf_map__fd(skel_->maps.kturn_blocked); }
+
+uint32_t* OffloadProgram::blockingSwitch() const {
+  return skel_->bss != nullptr ? const_cast<uint32_t*>(&skel_->bss->kturn_blocking) : nullptr;
+}
+
+std::vector<OffloadProgram::BlockedSource> OffloadProgram::blockedSources(uint64_t now_ns) const {
+  std::vector<BlockedSource> out;
+  const int fd = blockedMapFd();
+  kturn_block_key key{};
+  kturn_block_key next{};
+  const kturn_block_key* prev = nullptr;
+  // Bounded by the map's size: an LRU map may reorder while we walk it.
+  for (uint32_t i = 0;
+       i < KTURN_BLOCK_DEFAULT_ENTRIES && bpf_map_get_next_key(fd, prev, &next) == 0; ++i) {
+    key = next;
+    prev = &key;
+    kturn_block_value value{};
+    if (bpf_map_lookup_elem(fd, &key, &value) == 0 && value.expires_ns > now_ns) {
+      out.push_back({key, value});
+    }
+  }
+  return out;
+}
 
 Result<Engine> OffloadProgram::attach(int ifindex, Engine engine) {
   detach(ifindex);

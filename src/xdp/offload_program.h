@@ -72,6 +72,18 @@ class OffloadProgram {
   int peersMapFd() const;
   int countersMapFd() const;
   int statsMapFd() const;
+  int blockedMapFd() const;
+  // The program's switch for kturn_blocked (its .bss, mapped into this process): 0 until a
+  // source is blocked, so that no datagram pays for the lookup before then. Null if the kernel
+  // did not map it (then blocking stays off).
+  uint32_t* blockingSwitch() const;
+
+  // The entries of kturn_blocked that have not expired at `now_ns` (CLOCK_MONOTONIC).
+  struct BlockedSource {
+    kturn_block_key key;
+    kturn_block_value value;
+  };
+  std::vector<BlockedSource> blockedSources(uint64_t now_ns) const;
   // Slots of kturn_counters: one per entry of both maps.
   uint32_t counterSlots() const { return counter_slots_; }
 

@@ -163,5 +163,80 @@ TEST(IceServers, OnePerConfigInIdOrderSkippingThoseThatCannotMint) {
   EXPECT_TRUE(iceServers({}, {}, now).servers.empty());
 }
 
+// Region-aware ICE servers (region_policy.h): the wanted region first, then the preference.
+class RegionOrderTest : public ::testing::Test {
+ protected:
+  static std::shared_ptr<const config::StunnerConfig> gateway(const char* id, const char* region,
+                                                              const char* address) {
+    return std::make_shared<const config::StunnerConfig>(
+        parse((std::string("version: v1\nadmin: {name: ") + id + ", region: \"" + region +
+               "\"}\nauth: {type: ephemeral, credentials: {secret: s}}\nlisteners: [{name: " + id +
+               "/udp, protocol: TURN-UDP, address: " + address + "}]\n")
+                  .c_str()));
+  }
+  std::vector<std::string> order(const IceQuery& query, const RegionPolicy& policy) const {
+    std::vector<std::string> hosts;
+    for (const IceServer& s : iceServers(configs_, query, now_, policy).servers) {
+      hosts.push_back(s.urls.at(0));
+    }
+    return hosts;
+  }
+  const std::chrono::system_clock::time_point now_{std::chrono::seconds(1'800'000'000)};
+  const ConfigSet configs_{
+      {"a/fra", gateway("a/fra", "eu-central", "192.0.2.1")},
+      {"b/sin", gateway("b/sin", "ap-southeast", "192.0.2.2")},
+      {"c/iad", gateway("c/iad", "us-east", "192.0.2.3")},
+      {"d/lab", gateway("d/lab", "", "192.0.2.4")},
+  };
+  const RegionPolicy policy_{{*RegionPolicy::parseNetwork("203.0.113.0/24=ap-southeast"),
+                              *RegionPolicy::parseNetwork("2001:db8:1::/48=us-east")},
+                             {"us-east", "eu-central"}};
+  static std::string uri(int host) {
+    return "turn:192.0.2." + std::to_string(host) + ":3478?transport=udp";
+  }
+};
+
+TEST_F(RegionOrderTest, WithoutARegionTheConfiguredPreferenceThenTheRestThenNone) {
+  EXPECT_THAT(order({}, policy_), ElementsAre(uri(3), uri(1), uri(2), uri(4)));
+  // No policy at all: id order, as without regions.
+  EXPECT_THAT(order({}, {}), ElementsAre(uri(1), uri(2), uri(3), uri(4)));
+}
+
+TEST_F(RegionOrderTest, TheRegionParameterComesFirstThenTheFallbacks) {
+  EXPECT_THAT(order({.region = "ap-southeast"}, policy_),
+              ElementsAre(uri(2), uri(3), uri(1), uri(4)));
+  EXPECT_THAT(order({.region = "eu-central"}, policy_),
+              ElementsAre(uri(1), uri(3), uri(2), uri(4)));
+  // A region no gateway serves: the preference alone.
+  EXPECT_THAT(order({.region = "sa-east"}, policy_), ElementsAre(uri(3), uri(1), uri(2), uri(4)));
+}
+
+TEST_F(RegionOrderTest, TheClientsNetworkPicksTheRegionAndTheParameterWins) {
+  EXPECT_THAT(order({.client = "203.0.113.9"}, policy_),
+              ElementsAre(uri(2), uri(3), uri(1), uri(4)));
+  EXPECT_THAT(order({.client = "2001:db8:1::5"}, policy_),
+              ElementsAre(uri(3), uri(1), uri(2), uri(4)));
+  EXPECT_THAT(order({.client = "198.51.100.1"}, policy_),
+              ElementsAre(uri(3), uri(1), uri(2), uri(4)));  // no network: the preference
+  EXPECT_THAT(order({.region = "eu-central", .client = "203.0.113.9"}, policy_),
+              ElementsAre(uri(1), uri(3), uri(2), uri(4)));
+}
+
+TEST(RegionPolicy, ParsesNetworksAndNamesWhatIsWrong) {
+  EXPECT_TRUE(RegionPolicy::parseNetwork("10.0.0.0/8=eu-central"));
+  EXPECT_TRUE(RegionPolicy::parseNetwork("2001:db8::/32=us-east"));
+  for (const char* bad : {"10.0.0.0/8", "10.0.0.0/8=", "eu=10.0.0.0/8", "10.0.0.0/8:<1-2>=eu"}) {
+    EXPECT_FALSE(RegionPolicy::parseNetwork(bad)) << bad;
+  }
+}
+
+TEST(ParseIceQuery, RegionAndClient) {
+  const auto q = parseIceQuery("service=turn&region=eu-central&client=203.0.113.9");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->region, "eu-central");
+  EXPECT_EQ(q->client, "203.0.113.9");
+  EXPECT_FALSE(parseIceQuery("service=turn&client=not-an-ip"));
+}
+
 }  // namespace
 }  // namespace kturn::auth

@@ -281,11 +281,14 @@ StunnerConfig fullyPopulatedConfig() {
                                  .handshake_timeout = 9,
                                  .source_quota = 10,
                                  .max_permissions = 11,
-                                 .max_channels = 12},
+                                 .max_channels = 12,
+                                 .block_seconds = 13,
+                                 .trusted_networks = {"10.0.0.0/8"}},
                 .capacity = Capacity{.allocations = 13,
                                      .relay_kbps = 14,
                                      .cpu_percent = 15,
-                                     .resume_percent = 16}},
+                                     .resume_percent = 16},
+                .region = "eu-central"},
       .auth = {.type = "ephemeral",
                .realm = "full.example.org",
                .credentials = {{"username", "u"},
@@ -338,21 +341,23 @@ TEST(ConfigSchema, TheFullyPopulatedConfigSetsEveryMember) {
   const auto& [version, admin, auth, listeners, clusters] = config;
   EXPECT_TRUE(isSet(version) && isSet(listeners) && isSet(clusters));
   const auto& [name, loglevel, metrics_endpoint, healthcheck_endpoint, user_quota, offload_engine,
-               offload_interfaces, license_config, limits, capacity] = admin;
+               offload_interfaces, license_config, limits, capacity, region] = admin;
   EXPECT_TRUE(isSet(name) && isSet(loglevel) && isSet(metrics_endpoint) &&
               isSet(healthcheck_endpoint) && isSet(user_quota) && isSet(offload_engine) &&
               isSet(offload_interfaces) && isSet(license_config) && isSet(limits) &&
-              isSet(capacity));
+              isSet(capacity) && isSet(region));
   const auto& [license_key, hmac] = *license_config;
   EXPECT_TRUE(isSet(license_key) && isSet(hmac));
   const auto& [max_allocations, allocation_kbps, listener_kbps, auth_failures, auth_failure_window,
                nonce_lifetime, max_connections, idle_timeout, handshake_timeout, source_quota,
-               max_permissions, max_channels] = *limits;
-  for (const int value : {max_allocations, allocation_kbps, listener_kbps, auth_failures,
-                          auth_failure_window, nonce_lifetime, max_connections, idle_timeout,
-                          handshake_timeout, source_quota, max_permissions, max_channels}) {
+               max_permissions, max_channels, block_seconds, trusted_networks] = *limits;
+  for (const int value :
+       {max_allocations, allocation_kbps, listener_kbps, auth_failures, auth_failure_window,
+        nonce_lifetime, max_connections, idle_timeout, handshake_timeout, source_quota,
+        max_permissions, max_channels, block_seconds}) {
     EXPECT_TRUE(isSet(value));
   }
+  EXPECT_TRUE(isSet(trusted_networks));
   const auto& [allocations, relay_kbps, cpu_percent, resume_percent] = *capacity;
   for (const int value : {allocations, relay_kbps, cpu_percent, resume_percent}) {
     EXPECT_TRUE(isSet(value));

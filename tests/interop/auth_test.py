@@ -50,14 +50,18 @@ def http_get(port: int, path: str, token=TOKEN):
         return e.code, e.read().decode()
 
 
-def start_auth(binary: str, config_path: str, workdir: str) -> "tuple[h.Proc, int]":
+def start_auth(binary: str, config_paths, workdir: str, extra=()) -> "tuple[h.Proc, int]":
+    """kturn-auth on a free loopback port, following one config file (a path) or several (a
+    list: -c once each), with `extra` arguments."""
     token_path = os.path.join(workdir, "token")
     with open(token_path, "w") as f:
         f.write(TOKEN + "\n")
     port = h.free_port()
-    proc = h.Proc("kturn-auth", [os.path.abspath(binary), "-c", f"file://{config_path}",
+    paths = [config_paths] if isinstance(config_paths, str) else config_paths
+    origins = [arg for path in paths for arg in ("-c", f"file://{path}")]
+    proc = h.Proc("kturn-auth", [os.path.abspath(binary), *origins,
                                  "--address", h.LOOPBACK, "--port", str(port),
-                                 "--token-file", token_path, "-l", "all:DEBUG"], workdir)
+                                 "--token-file", token_path, "-l", "all:DEBUG", *extra], workdir)
     h.register_log(proc.log_path)
     proc.start()
     deadline = time.monotonic() + 10

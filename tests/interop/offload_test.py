@@ -184,6 +184,23 @@ def forwarding_off(ns: Namespaces, kturnd: h.Proc, data: List[bytes]) -> None:
           f"the kernel with outcome route; /status: {status}")
 
 
+def namespace_config(name: str, engine: str) -> dict:
+    """kturnd's config in the kturnd namespace: TURN-UDP on LISTENER with static credentials,
+    the fast path (`engine`) on s0 and s1, health and metrics on LISTENER_IP, the peer routed."""
+    return {
+        "version": "v1",
+        "admin": {"name": name, "loglevel": "all:INFO", "healthcheck_endpoint": HEALTH,
+                  "metrics_endpoint": METRICS, "offload_engine": engine,
+                  "offload_interfaces": ["s0", "s1"]},
+        "auth": {"type": "static", "realm": h.REALM,
+                 "credentials": {"username": h.STATIC_USER, "password": h.STATIC_PASS}},
+        "listeners": [{"name": "udp", "protocol": "TURN-UDP", "address": LISTENER_IP,
+                       "port": LISTENER[1], "min_relay_port": 20000, "max_relay_port": 20999,
+                       "routes": ["media"]}],
+        "clusters": [{"name": "media", "type": "STATIC", "endpoints": [f"{PEER_IP}/32"]}],
+    }
+
+
 def body(args: argparse.Namespace, workdir: str) -> None:
     ns = Namespaces("kto").create()
     if args.no_tx_checksum:
@@ -201,18 +218,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
 
     if args.forwarding_off:  # a fresh Debian host's default
         ns.run("ip", "netns", "exec", ns.server, "sysctl", "-q", "-w", "net.ipv4.ip_forward=0")
-    config = {
-        "version": "v1",
-        "admin": {"name": "offload", "loglevel": "all:INFO", "healthcheck_endpoint": HEALTH,
-                  "metrics_endpoint": METRICS, "offload_engine": args.engine,
-                  "offload_interfaces": ["s0", "s1"]},
-        "auth": {"type": "static", "realm": h.REALM,
-                 "credentials": {"username": h.STATIC_USER, "password": h.STATIC_PASS}},
-        "listeners": [{"name": "udp", "protocol": "TURN-UDP", "address": LISTENER_IP,
-                       "port": LISTENER[1], "min_relay_port": 20000, "max_relay_port": 20999,
-                       "routes": ["media"]}],
-        "clusters": [{"name": "media", "type": "STATIC", "endpoints": [f"{PEER_IP}/32"]}],
-    }
+    config = namespace_config("offload", args.engine)
     config_path = os.path.join(workdir, "config.yaml")
 
     def write_config() -> None:

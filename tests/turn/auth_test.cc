@@ -265,5 +265,77 @@ TEST_F(TurnTest, AuthFailureFloodFromOneAddressIsThrottledWithoutHurtingOthers) 
   EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
 }
 
+// admin.limits.block_seconds: the source that uses up its failures goes to the SourceBlocker.
+struct RecordingBlocker : SourceBlocker {
+  struct Call {
+    ListenerId listener;
+    FiveTuple five_tuple;
+    MonoTime until;
+  };
+  void block(ListenerId listener, const FiveTuple& five_tuple, MonoTime until) override {
+    calls.push_back({listener, five_tuple, until});
+  }
+  std::vector<Call> calls;
+};
+
+class SourceBlockTest : public TurnTest {
+ protected:
+  void withBlocking(int64_t block_seconds, std::vector<IpPrefix> trusted = {}) {
+    ServerConfig c = staticConfig();
+    c.auth_failures_per_window = 3;
+    c.auth_failure_window_seconds = 10;
+    c.block_seconds = block_seconds;
+    c.trusted_sources = std::move(trusted);
+    reset(c);
+    server_->setSourceBlocker(&blocker_);
+  }
+  // Sends `n` Allocates with a wrong password (the first learns the nonce); returns how many were
+  // answered.
+  int failAuthentication(int n) {
+    password_ = "wrong";
+    int answered = 0;
+    for (int i = 0; i < n; ++i) {
+      if (nonce_.empty()) {
+        answered += allocate().errorCode() == 401;
+      } else if (auto reply = fromClient(buildRequest(stun::Method::kAllocate, {}))) {
+        answered += reply->errorCode() == 401;
+      }
+    }
+    password_ = "pass1";
+    return answered;
+  }
+  RecordingBlocker blocker_;
+};
+
+TEST_F(SourceBlockTest, TheFailureThatUsesUpTheAllowanceBlocksTheSourceOnce) {
+  withBlocking(60);
+  failAuthentication(10);
+  ASSERT_EQ(blocker_.calls.size(), 1u);
+  EXPECT_EQ(blocker_.calls[0].listener, kListener);
+  EXPECT_EQ(blocker_.calls[0].five_tuple, tuple_);
+  EXPECT_EQ(blocker_.calls[0].until, now_.mono + Seconds(60));
+  EXPECT_EQ(server_->stats().sources_blocked, 1u);
+  // The next window's flood blocks it again.
+  advance(Seconds(11));
+  nonce_.clear();
+  failAuthentication(10);
+  EXPECT_EQ(blocker_.calls.size(), 2u);
+}
+
+TEST_F(SourceBlockTest, BlockSecondsZeroBlocksNothingAndTheThrottleStillHolds) {
+  withBlocking(0);
+  failAuthentication(10);
+  EXPECT_TRUE(blocker_.calls.empty());
+  EXPECT_GE(server_->stats().auth_throttled, 1u);
+}
+
+TEST_F(SourceBlockTest, TrustedSourcesAreNeitherThrottledNorBlocked) {
+  withBlocking(60, {IpPrefix{tuple_.client.ip, 32}});
+  EXPECT_EQ(failAuthentication(10), 10);  // every attempt answered
+  EXPECT_TRUE(blocker_.calls.empty());
+  EXPECT_EQ(server_->stats().auth_throttled, 0u);
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+}
+
 }  // namespace
 }  // namespace kturn::turn::testing

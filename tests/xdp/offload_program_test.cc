@@ -323,6 +323,80 @@ TEST_P(OffloadProgramTest, AnIPv4DatagramWithoutChecksumStaysWithout) {
                             {.zero_udp_checksum = true}));
 }
 
+// ---- the drop list (admin.limits.block_seconds) ------------------------------------------------
+
+kturn_block_key blockKey(const Endpoint& source, uint16_t port) {
+  kturn_block_key k{};
+  const auto a = source.mapped();
+  std::memcpy(k.addr, a.data(), 16);
+  k.port = htons(port);
+  return k;
+}
+
+// The entry's dropped count, read back from the kernel's map.
+uint64_t droppedFor(const OffloadProgram& program, const kturn_block_key& key) {
+  kturn_block_value v{};
+  if (bpf_map_lookup_elem(program.blockedMapFd(), &key, &v) != 0) return UINT64_MAX;
+  return v.dropped;
+}
+
+TEST_P(OffloadProgramTest, ABlockedSourceIsDroppedOnItsPortOnly) {
+  bindV4();
+  const kturn_block_key key = blockKey(kClient, kListener.port);
+  ASSERT_TRUE(maps_->putBlock(key, {.expires_ns = monotonicNs() + kMinute, .dropped = 0}));
+  const uint32_t dropped = tc() ? TC_ACT_SHOT : XDP_DROP;
+  // Requests and ChannelData alike, even of a bound channel: nothing of it reaches kturnd.
+  Bytes binding = {0x00, 0x03, 0x00, 0x00, 0x21, 0x12, 0xa4, 0x42, 1,  2,
+                   3,    4,    5,    6,    7,    8,    9,    10,   11, 12};
+  EXPECT_EQ(run(fromClient(kClient, kListener, binding), "kc").verdict, dropped);
+  EXPECT_EQ(run(fromClient(Endpoint{kClient.ip, 40001}, kListener,
+                           testing::channelData(kChannel, testing::data(10))),
+                "kc")
+                .verdict,
+            dropped);
+  EXPECT_EQ(statDelta(KTURN_STAT_DROP_BLOCKED), 2u);
+  EXPECT_EQ(droppedFor(*program_, key), 2u);
+  // Another source, and the blocked source to another port, are untouched.
+  expectLeftAlone(fromClient(Endpoint{kPeer.ip, 40000}, kListener, binding), "kc");
+  expectLeftAlone(fromClient(kClient, Endpoint{kListener.ip, 3479}, binding), "kc");
+  EXPECT_EQ(statDelta(KTURN_STAT_DROP_BLOCKED), 2u);
+  ASSERT_EQ(bpf_map_delete_elem(program_->blockedMapFd(), &key), 0);
+  // Unblocked: the bound channel is relayed again.
+  EXPECT_EQ(
+      run(fromClient(kClient, kListener, testing::channelData(kChannel, testing::data(10))), "kc")
+          .verdict,
+      redirected());
+}
+
+TEST_P(OffloadProgramTest, AnExpiredBlockLetsTheSourceThrough) {
+  bindV4();
+  const kturn_block_key key = blockKey(kClient, kListener.port);
+  ASSERT_TRUE(maps_->putBlock(key, {.expires_ns = monotonicNs() - 1, .dropped = 0}));
+  EXPECT_EQ(
+      run(fromClient(kClient, kListener, testing::channelData(kChannel, testing::data(10))), "kc")
+          .verdict,
+      redirected());
+  EXPECT_EQ(statDelta(KTURN_STAT_DROP_BLOCKED), 0u);
+  EXPECT_TRUE(program_->blockedSources(monotonicNs()).empty());
+  ASSERT_EQ(bpf_map_delete_elem(program_->blockedMapFd(), &key), 0);
+}
+
+TEST_P(OffloadProgramTest, BlockedSourcesListsTheLiveEntriesWithTheirCounts) {
+  const kturn_block_key v4 = blockKey(kClient, 3478);
+  const kturn_block_key v6 = blockKey(kClient6, 3478);
+  ASSERT_TRUE(maps_->putBlock(v4, {.expires_ns = monotonicNs() + kMinute, .dropped = 7}));
+  ASSERT_TRUE(maps_->putBlock(v6, {.expires_ns = monotonicNs() + kMinute, .dropped = 0}));
+  const auto listed = program_->blockedSources(monotonicNs());
+  EXPECT_EQ(listed.size(), 2u);
+  for (const auto& b : listed) {
+    const bool is_v4 = std::memcmp(&b.key, &v4, sizeof(v4)) == 0;
+    EXPECT_TRUE(is_v4 || std::memcmp(&b.key, &v6, sizeof(v6)) == 0);
+    EXPECT_EQ(b.value.dropped, is_v4 ? 7u : 0u);
+  }
+  bpf_map_delete_elem(program_->blockedMapFd(), &v4);
+  bpf_map_delete_elem(program_->blockedMapFd(), &v6);
+}
+
 // ---- left to kturnd -------------------------------------------------------------------------
 
 TEST_P(OffloadProgramTest, StunMessagesAndForeignDatagramsAreLeftAloneAndNotCounted) {

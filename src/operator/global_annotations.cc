@@ -1,4 +1,4 @@
-#include "operator/capacity_annotations.h"
+#include "operator/global_annotations.h"
 
 #include <charconv>
 
@@ -39,7 +39,7 @@ Result<bool> readInt(const k8s::StringMap& annotations, std::string_view annotat
 
 }  // namespace
 
-std::vector<std::string> CapacityAnnotations::alternateServers(int port) const {
+std::vector<std::string> GlobalAnnotations::alternateServers(int port) const {
   std::vector<std::string> out;
   for (const IpAddress& ip : alternate_addresses) {
     out.push_back(TransportAddress{ip, static_cast<uint16_t>(port)}.toString());
@@ -47,8 +47,8 @@ std::vector<std::string> CapacityAnnotations::alternateServers(int port) const {
   return out;
 }
 
-Result<CapacityAnnotations> readCapacityAnnotations(const k8s::ObjectMeta& meta) {
-  CapacityAnnotations out;
+Result<GlobalAnnotations> readGlobalAnnotations(const k8s::ObjectMeta& meta) {
+  GlobalAnnotations out;
   config::Capacity capacity;
   bool any = false;
   for (const auto& [annotation, range, field] :
@@ -82,6 +82,10 @@ Result<CapacityAnnotations> readCapacityAnnotations(const k8s::ObjectMeta& meta)
   if (const auto it = meta.annotations.find(std::string(kAlternateDomainAnnotation));
       it != meta.annotations.end()) {
     out.alternate_domain = trim(it->second);
+  }
+  if (const auto it = meta.annotations.find(std::string(kRegionAnnotation));
+      it != meta.annotations.end()) {
+    out.region = trim(it->second);
   }
   return out;
 }

@@ -6,6 +6,7 @@
 //                                      public addresses): each listener's alternate_servers is
 //                                      every one of them at the listener's own port
 //   kturn.io/alternate-domain          every TLS and DTLS listener's alternate_domain
+//   kturn.io/region                    admin.region: kturn-auth's ICE server order, metrics
 // STUNner has no such annotations; its Gateways render exactly as before.
 #pragma once
 
@@ -27,11 +28,13 @@ inline constexpr std::string_view kCapacityResumePercentAnnotation =
     "kturn.io/capacity-resume-percent";
 inline constexpr std::string_view kAlternateAddressesAnnotation = "kturn.io/alternate-addresses";
 inline constexpr std::string_view kAlternateDomainAnnotation = "kturn.io/alternate-domain";
+inline constexpr std::string_view kRegionAnnotation = "kturn.io/region";
 
-struct CapacityAnnotations {
+struct GlobalAnnotations {
   std::optional<config::Capacity> capacity;  // set when any capacity annotation is
   std::vector<IpAddress> alternate_addresses;
   std::string alternate_domain;
+  std::string region;
 
   // "IP:port" (or "[IPv6]:port") of each alternate address at `port`.
   std::vector<std::string> alternateServers(int port) const;
@@ -39,6 +42,6 @@ struct CapacityAnnotations {
 
 // The annotations of `meta`; an error names the annotation and what it wants (the Gateway is
 // then not accepted, like one with a bad spec.addresses value).
-Result<CapacityAnnotations> readCapacityAnnotations(const k8s::ObjectMeta& meta);
+Result<GlobalAnnotations> readGlobalAnnotations(const k8s::ObjectMeta& meta);
 
 }  // namespace kturn::op

@@ -227,6 +227,29 @@ inline constexpr MetricSpec kOffloadRelayedBytesTotal{
     .label_names = kListenerDirection,
 };
 
+inline constexpr std::string_view kLabelMeasure = "measure";
+inline constexpr std::array<std::string_view, 1> kMeasure{kLabelMeasure};
+// measure values of kCapacityHeadroom: admin.capacity's marks.
+namespace capacity_measure {
+inline constexpr std::string_view kAllocations = "allocations";
+inline constexpr std::string_view kRelayKbps = "relay_kbps";
+inline constexpr std::string_view kCpuPercent = "cpu_percent";
+}  // namespace capacity_measure
+
+inline constexpr MetricSpec kCapacityOver{
+    .name = "kturn_capacity_over",
+    .help = "1 while a capacity mark (admin.capacity) holds /ready at 503, else 0",
+    .type = MetricType::kGauge,
+    .label_names = {},
+};
+
+inline constexpr MetricSpec kCapacityHeadroom{
+    .name = "kturn_capacity_headroom",
+    .help = "What is left below each admin.capacity mark (allocations, kbit/s, CPU percent)",
+    .type = MetricType::kGauge,
+    .label_names = kMeasure,
+};
+
 inline constexpr MetricSpec kOffloadChannels{
     .name = "kturn_offload_channels",
     .help = "Channels the eBPF fast path relays now",
@@ -300,7 +323,7 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 18> kAllSeries{
+inline constexpr std::array<const MetricSpec*, 20> kAllSeries{
     &kAllocationsCreatedTotal,
     &kAllocationsExpiredTotal,
     &kAllocationsEndedTotal,
@@ -309,6 +332,8 @@ inline constexpr std::array<const MetricSpec*, 18> kAllSeries{
     &kAuthFailuresTotal,
     &kSourcesBlockedTotal,
     &kDataplaneInfo,
+    &kCapacityOver,
+    &kCapacityHeadroom,
     &kRelayedBytesTotal,
     &kRelayedPacketsTotal,
     &kDropsTotal,

@@ -209,7 +209,7 @@ Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
   auto collect = [this] {
     const WorkerStats stats = collectStats();
     std::lock_guard lock(mutex_);
-    return buildMetrics(stats, *dataplane_);
+    return buildMetrics(stats, *dataplane_, capacity_.report());
   };
   // An endpoint that names no host: the admin address (and loopback, below) if one is set.
   const bool pinned = !options_.admin_address.empty();

@@ -28,8 +28,8 @@ const T& at(const std::vector<T>& v, size_t i) {
 
 }  // namespace
 
-std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
-                                              const Dataplane& dataplane) {
+std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Dataplane& dataplane,
+                                              const admin::CapacityReport& capacity) {
   namespace st = admin::stunner;
   namespace ks = admin::kturn_series;
   std::vector<admin::MetricFamily> out;
@@ -212,6 +212,17 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                          static_cast<double>(stats.send_gso_fallbacks)});
   auto gro = admin::familyOf(ks::kUdpGroTrainsTotal);
   gro.samples.push_back({{}, static_cast<double>(stats.receive_gro_trains)});
+  auto capacity_over = admin::familyOf(ks::kCapacityOver);
+  capacity_over.samples.push_back({{}, capacity.over_capacity ? 1.0 : 0.0});
+  auto capacity_headroom = admin::familyOf(ks::kCapacityHeadroom);
+  for (const auto& [measure, m] :
+       {std::pair{ks::capacity_measure::kAllocations, &capacity.allocations},
+        {ks::capacity_measure::kRelayKbps, &capacity.relay_kbps},
+        {ks::capacity_measure::kCpuPercent, &capacity.cpu_percent}}) {
+    if (m->mark != 0) {
+      capacity_headroom.samples.push_back({labels({{ks::kLabelMeasure, measure}}), m->headroom});
+    }
+  }
   auto offload_channels = admin::familyOf(ks::kOffloadChannels);
   offload_channels.samples.push_back({{}, static_cast<double>(stats.offload_channels)});
   auto offload_outcomes = admin::familyOf(ks::kOffloadDatagramsTotal);
@@ -235,6 +246,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats,
                   &auth,
                   &blocked,
                   &info,
+                  &capacity_over,
+                  &capacity_headroom,
                   &relayed_packets,
                   &relayed_bytes,
                   &drops,

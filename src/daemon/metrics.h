@@ -4,12 +4,15 @@
 
 #include <vector>
 
+#include "admin/capacity_gate.h"
 #include "admin/metric_family.h"
 #include "daemon/dataplane.h"
 #include "daemon/worker.h"
 
 namespace kturn::daemon {
 
-std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Dataplane& dataplane);
+// `capacity`: the readiness marks' state (admin.capacity), for kturn_capacity_*.
+std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Dataplane& dataplane,
+                                              const admin::CapacityReport& capacity = {});
 
 }  // namespace kturn::daemon

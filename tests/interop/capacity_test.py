@@ -100,6 +100,11 @@ def case_readiness(args, workdir):
             status, text = ops_test.http_get(s.health, "/status")
             h.check(json.loads(text).get("status") == "READY",
                     f"/status left READY while over capacity: {text}")
+            samples = ops_test.metric_samples(s.health)
+            h.check(samples.get(("kturn_capacity_over", ()), -1) == 1 and
+                    samples.get(("kturn_capacity_headroom", (("measure", "allocations"),)),
+                                -1) == 0,
+                    "kturn_capacity_over is not 1 or the allocations headroom not 0")
             # Over capacity is a signal to load balancers, not a refusal: a new client is served.
             with h.TurnClient(s.address, user, password) as late:
                 late.allocate()
@@ -117,6 +122,8 @@ def case_readiness(args, workdir):
             status, body = capacity(s)
             h.check(status == 200 and not body["over_capacity"] and body["transitions"] == 2,
                     f"/capacity after the load fell: {status} {body}")
+            h.check(ops_test.metric_samples(s.health).get(("kturn_capacity_over", ()), -1) == 0,
+                    "kturn_capacity_over is not 0 once under the resume point")
         finally:
             for c in extra:
                 c.close()

@@ -21,7 +21,7 @@ class SourceBlockList final : public turn::SourceBlocker {
   SourceBlockList(const SourceBlockList&) = delete;
   SourceBlockList& operator=(const SourceBlockList&) = delete;
 
-  void block(turn::ListenerId listener, const FiveTuple& five_tuple, turn::MonoTime until) override;
+  bool block(turn::ListenerId listener, const FiveTuple& five_tuple, turn::MonoTime until) override;
 
   // Sources written, and those the kernel refused.
   uint64_t written() const { return written_; }

@@ -385,9 +385,9 @@ void Server::rejectCredentials(Request& req, int code) {
   if (auth_throttle_.recordFailure(
           source, req.now.unix_seconds,
           {cfg.auth_failures_per_window, cfg.auth_failure_window_seconds}) &&
-      blocker_ != nullptr && cfg.block_seconds > 0 && !cfg.trusted(source)) {
+      blocker_ != nullptr && cfg.block_seconds > 0 && !cfg.trusted(source) &&
+      blocker_->block(req.listener, req.five_tuple, req.now.mono + Seconds(cfg.block_seconds))) {
     ++cur_->sources_blocked;
-    blocker_->block(req.listener, req.five_tuple, req.now.mono + Seconds(cfg.block_seconds));
   }
   if (code == stun::error::kWrongCredentials) {
     respondError(req, code);

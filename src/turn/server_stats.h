@@ -37,7 +37,7 @@ namespace kturn::turn {
   X(auth_expired, "requests with an expired ephemeral username")                             \
   X(auth_stale_nonce, "requests answered 438 Stale Nonce")                                   \
   X(auth_throttled, "requests dropped: too many failed authentications from the source")     \
-  X(sources_blocked, "sources handed to the kernel drop list (admin.limits.block_seconds)")  \
+  X(sources_blocked, "sources put in the kernel drop list (admin.limits.block_seconds)")     \
   X(permission_denied, "CreatePermission/ChannelBind refused with 403 (peer not routed)")    \
   X(permissions_rejected_capacity, "CreatePermission/ChannelBind refused with 508 (limit)")  \
   X(channels_rejected_capacity, "ChannelBind refused with 508 (channel limit)")              \

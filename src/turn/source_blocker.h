@@ -15,9 +15,10 @@ class SourceBlocker {
   virtual ~SourceBlocker() = default;
   // The client address of `five_tuple` used up admin.limits.auth_failures on `listener`: drop
   // what it sends to the five-tuple's server port until `until`. Called once each time a source
-  // crosses the limit, never per packet; the core has already left trusted sources out. May do
-  // nothing (a transport the blocker cannot see, a full table).
-  virtual void block(ListenerId listener, const FiveTuple& five_tuple, MonoTime until) = 0;
+  // crosses the limit, never per packet; the core has already left trusted sources out. Returns
+  // whether the source is dropped now: false for a transport the blocker cannot see or a write
+  // the kernel refused.
+  virtual bool block(ListenerId listener, const FiveTuple& five_tuple, MonoTime until) = 0;
 };
 
 }  // namespace kturn::turn

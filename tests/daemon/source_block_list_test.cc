@@ -24,7 +24,7 @@ turn::MonoTime at(int64_t ns) { return turn::MonoTime(std::chrono::nanoseconds(n
 TEST(SourceBlockListTest, WritesTheSourceTheListenerPortAndTheExpiry) {
   FakeMaps maps;
   SourceBlockList list(maps);
-  list.block(1, tuple("192.0.2.7:40000", "10.0.0.1:3478"), at(5'000'000'000));
+  EXPECT_TRUE(list.block(1, tuple("192.0.2.7:40000", "10.0.0.1:3478"), at(5'000'000'000)));
   ASSERT_EQ(maps.blocks.size(), 1u);
   kturn_block_key key;
   std::memcpy(&key, maps.blocks.begin()->first.data(), sizeof(key));
@@ -41,7 +41,7 @@ TEST(SourceBlockListTest, WritesTheSourceTheListenerPortAndTheExpiry) {
 TEST(SourceBlockListTest, AnIPv6SourceIsKeptAsIs) {
   FakeMaps maps;
   SourceBlockList list(maps);
-  list.block(1, tuple("[2001:db8::7]:40000", "[2001:db8::1]:3478"), at(1));
+  EXPECT_TRUE(list.block(1, tuple("[2001:db8::7]:40000", "[2001:db8::1]:3478"), at(1)));
   ASSERT_EQ(maps.blocks.size(), 1u);
   kturn_block_key key;
   std::memcpy(&key, maps.blocks.begin()->first.data(), sizeof(key));
@@ -53,7 +53,8 @@ TEST(SourceBlockListTest, AnIPv6SourceIsKeptAsIs) {
 TEST(SourceBlockListTest, TcpSourcesAreLeftToTheThrottle) {
   FakeMaps maps;
   SourceBlockList list(maps);
-  list.block(1, tuple("192.0.2.7:40000", "10.0.0.1:3478", TransportProtocol::kTcp), at(1));
+  EXPECT_FALSE(
+      list.block(1, tuple("192.0.2.7:40000", "10.0.0.1:3478", TransportProtocol::kTcp), at(1)));
   EXPECT_TRUE(maps.blocks.empty());
   EXPECT_EQ(list.written(), 0u);
 }
@@ -62,7 +63,7 @@ TEST(SourceBlockListTest, ARefusedWriteIsCounted) {
   FakeMaps maps;
   maps.refuse = true;
   SourceBlockList list(maps);
-  list.block(1, tuple("192.0.2.7:40000", "10.0.0.1:3478"), at(1));
+  EXPECT_FALSE(list.block(1, tuple("192.0.2.7:40000", "10.0.0.1:3478"), at(1)));
   EXPECT_EQ(list.refused(), 1u);
 }
 

@@ -308,6 +308,14 @@ TEST_F(RedirectTest, NoRelayPortLeftRedirectsToo) {
   EXPECT_EQ(server_->allocationCount(), 0u);
 }
 
+TEST_F(RedirectTest, AnUnknownReservationTokenIsNotRedirected) {
+  withAlternates({"198.51.100.7:3478"}, 0);
+  const uint8_t token[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(allocate([&](auto& b) { b.add(stun::attr::kReservationToken, token); }).errorCode(),
+            508);
+  EXPECT_EQ(server_->stats().allocations_redirected, 0u);
+}
+
 TEST_F(RedirectTest, SecureListenersAddTheAlternateDomain) {
   withAlternates({"198.51.100.7:5349"}, 1, true);
   ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);

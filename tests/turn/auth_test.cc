@@ -272,9 +272,11 @@ struct RecordingBlocker : SourceBlocker {
     FiveTuple five_tuple;
     MonoTime until;
   };
-  void block(ListenerId listener, const FiveTuple& five_tuple, MonoTime until) override {
+  bool block(ListenerId listener, const FiveTuple& five_tuple, MonoTime until) override {
     calls.push_back({listener, five_tuple, until});
+    return listed;
   }
+  bool listed = true;
   std::vector<Call> calls;
 };
 
@@ -320,6 +322,15 @@ TEST_F(SourceBlockTest, TheFailureThatUsesUpTheAllowanceBlocksTheSourceOnce) {
   nonce_.clear();
   failAuthentication(10);
   EXPECT_EQ(blocker_.calls.size(), 2u);
+}
+
+TEST_F(SourceBlockTest, ASourceTheBlockerCouldNotListIsNotCounted) {
+  withBlocking(60);
+  blocker_.listed = false;  // a TCP source, or a write the kernel refused
+  failAuthentication(10);
+  EXPECT_EQ(blocker_.calls.size(), 1u);
+  EXPECT_EQ(server_->stats().sources_blocked, 0u);
+  EXPECT_GE(server_->stats().auth_throttled, 1u);  // the throttle holds alone
 }
 
 TEST_F(SourceBlockTest, BlockSecondsZeroBlocksNothingAndTheThrottleStillHolds) {

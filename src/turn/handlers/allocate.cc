@@ -182,7 +182,10 @@ void Server::handleAllocate(Request& req) {
                                    ? stun::error::kUnsupportedTransportProtocol
                                    : stun::error::kAddressFamilyNotSupported);
     }
-    return refuseForCapacity(req);
+    if (grant.error().code == Error::Code::kExhausted) return refuseForCapacity(req);
+    // An unknown RESERVATION-TOKEN: no sibling holds it either, so no redirect.
+    ++cur_->allocations_rejected_capacity;
+    return respondError(req, stun::error::kInsufficientCapacity);
   }
   const Seconds lifetime = grantedLifetime(m);
   a.listener = req.listener;

@@ -8,6 +8,7 @@
 #include "common/crypto.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/md5.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
@@ -161,6 +162,54 @@ std::optional<std::vector<uint8_t>> base64Decode(std::string_view text) {
 
 void randomBytes(std::span<uint8_t> out) {
   if (RAND_bytes(out.data(), static_cast<int>(out.size())) != 1) std::abort();
+}
+
+namespace {
+
+const EVP_CIPHER* gcmCipher(size_t key_size) {
+  return key_size == 16 ? EVP_aes_128_gcm() : key_size == 32 ? EVP_aes_256_gcm() : nullptr;
+}
+
+// AES-GCM through EVP (no digest shortcut exists for ciphers); per token, never per packet.
+bool aesGcm(bool encrypt, ByteSpan key, ByteSpan iv, ByteSpan aad, ByteSpan in, uint8_t* out,
+            uint8_t* tag) {
+  const EVP_CIPHER* cipher = gcmCipher(key.size());
+  if (cipher == nullptr || iv.empty() || in.size() > INT32_MAX || aad.size() > INT32_MAX) {
+    return false;
+  }
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  if (ctx == nullptr) return false;
+  int aad_len = 0;
+  int written = 0;
+  int final_len = 0;
+  uint8_t none[16];  // GCM's final step writes nothing; a buffer in case `out` is empty
+  const int iv_len = static_cast<int>(iv.size());
+  bool ok = EVP_CipherInit_ex(ctx, cipher, nullptr, nullptr, nullptr, encrypt ? 1 : 0) == 1 &&
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, iv_len, nullptr) == 1 &&
+            EVP_CipherInit_ex(ctx, nullptr, nullptr, key.data(), iv.data(), -1) == 1 &&
+            (encrypt || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, tag) == 1) &&
+            (aad.empty() || EVP_CipherUpdate(ctx, nullptr, &aad_len, aad.data(),
+                                             static_cast<int>(aad.size())) == 1) &&
+            (in.empty() ||
+             EVP_CipherUpdate(ctx, out, &written, in.data(), static_cast<int>(in.size())) == 1) &&
+            EVP_CipherFinal_ex(ctx, in.empty() ? none : out + written, &final_len) == 1 &&
+            (!encrypt || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, tag) == 1);
+  EVP_CIPHER_CTX_free(ctx);
+  return ok;
+}
+
+}  // namespace
+
+bool aesGcmEncrypt(ByteSpan key, ByteSpan iv, ByteSpan aad, ByteSpan plaintext, uint8_t* out,
+                   std::span<uint8_t, 16> tag) {
+  return aesGcm(true, key, iv, aad, plaintext, out, tag.data());
+}
+
+bool aesGcmDecrypt(ByteSpan key, ByteSpan iv, ByteSpan aad, ByteSpan ciphertext,
+                   std::span<const uint8_t, 16> tag, uint8_t* out) {
+  uint8_t expected[16];
+  std::memcpy(expected, tag.data(), sizeof(expected));
+  return aesGcm(false, key, iv, aad, ciphertext, out, expected);
 }
 
 }  // namespace kturn::crypto

@@ -38,6 +38,15 @@ std::string base64Encode(ByteSpan data);
 // Accepts padded standard base64; whitespace is not allowed. nullopt on any invalid input.
 std::optional<std::vector<uint8_t>> base64Decode(std::string_view text);
 
+// AES-GCM (AES-128 or AES-256 by the key's size, 16 or 32 bytes) with a 16-byte tag: RFC 7635's
+// A128GCM and A256GCM access tokens. `out` holds the plaintext's (ciphertext's) size. Decrypt
+// returns false when the key size is not 16 or 32, the IV is empty or the tag does not verify
+// (then `out` holds nothing usable).
+bool aesGcmEncrypt(ByteSpan key, ByteSpan iv, ByteSpan aad, ByteSpan plaintext, uint8_t* out,
+                   std::span<uint8_t, 16> tag);
+bool aesGcmDecrypt(ByteSpan key, ByteSpan iv, ByteSpan aad, ByteSpan ciphertext,
+                   std::span<const uint8_t, 16> tag, uint8_t* out);
+
 // Cryptographically secure random bytes. Not for the sans-I/O core: callers pass randomness in.
 void randomBytes(std::span<uint8_t> out);
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "config/base64.h"
 #include "config/text_util.h"
 
 namespace kturn::config {
@@ -61,6 +62,27 @@ std::optional<int64_t> parseTimestamp(std::string_view text) {
 std::optional<int64_t> Auth::previousSecretExpiry() const {
   const auto v = credential("previous_secret_expiry");
   return v ? parseTimestamp(*v) : std::nullopt;
+}
+
+Result<OAuthKey> parseOAuthKey(std::string_view text) {
+  const size_t first = text.find(':');
+  const size_t second = first == std::string_view::npos ? first : text.find(':', first + 1);
+  if (first == 0 || second == std::string_view::npos) {
+    return makeError(Error::Code::kInvalidArgument, "want <kid>:<A256GCM|A128GCM>:<base64 key>");
+  }
+  const std::string_view alg = text.substr(first + 1, second - first - 1);
+  const size_t size = alg == "A256GCM" ? 32 : alg == "A128GCM" ? 16 : 0;
+  if (size == 0) {
+    return makeError(Error::Code::kInvalidArgument,
+                     "algorithm \"" + std::string(alg) + "\": want A256GCM or A128GCM");
+  }
+  const auto key = decodeBase64(text.substr(second + 1));
+  if (!key || key->size() < size) {
+    return makeError(Error::Code::kInvalidArgument, "the key must be base64 of at least " +
+                                                        std::to_string(size) + " bytes for " +
+                                                        std::string(alg));
+  }
+  return OAuthKey{std::string(text.substr(0, first)), key->substr(0, size)};
 }
 
 }  // namespace kturn::config

@@ -7,6 +7,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "kturn/result.h"
 
 namespace kturn::config {
 
@@ -26,11 +29,24 @@ std::optional<int64_t> parseTimestamp(std::string_view text);
 // The canonical name STUNner writes back: "static", "ephemeral" or "none".
 std::string_view toString(AuthType type);
 
+// One entry of auth.oauth_keys: the key id and the AES-GCM key (16 bytes for A128GCM, 32 for
+// A256GCM: the first bytes of the base64 key, which may be longer, as coturn takes them).
+struct OAuthKey {
+  std::string kid;
+  std::string key;
+};
+Result<OAuthKey> parseOAuthKey(std::string_view text);
+
 struct Auth {
   std::string type{};   // as written, normalized to the canonical name by validate()
   std::string realm{};  // default "stunner.l7mp.io"
   // Keys: "username" and "password" for static, "secret" for ephemeral. Other keys are kept.
   std::map<std::string, std::string> credentials{};
+  // kturn extension, third-party authorization (RFC 7635): this server's name, sent in
+  // THIRD-PARTY-AUTHORIZATION (default: the realm), and the keys it shares with the
+  // authorization server, each "<kid>:<A256GCM|A128GCM>:<base64 key>".
+  std::string oauth_server_name{};
+  std::vector<std::string> oauth_keys{};
 
   AuthType authType() const { return parseAuthType(type); }
   std::optional<std::string_view> credential(std::string_view key) const;

@@ -234,6 +234,8 @@ Result<void> readAuth(const Json& v, const Path& path, Auth& a) {
       field("type", readString, a.type),
       field("realm", readString, a.realm),
       field("credentials", readStringMap, a.credentials),
+      field("oauth_server_name", readString, a.oauth_server_name),
+      field("oauth_keys", readStringList, a.oauth_keys),
   };
   return readObject(v, path, fields);
 }

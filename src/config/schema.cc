@@ -294,6 +294,23 @@ std::vector<FieldSpec> authFields() {
                       "(`2026-12-01T00:00:00Z`).",
        .sample = R"("2026-12-01T00:00:00Z")",
        .bad_sample = R"("tomorrow")"},
+      {.path = "auth.oauth_server_name",
+       .origin = Origin::kKturn,
+       .description = "Third-party authorization (RFC 7635, "
+                      "[auth.md](auth.md#third-party-authorization-oauth)): this server's name, "
+                      "sent in THIRD-PARTY-AUTHORIZATION and authenticated in every access "
+                      "token. Empty: the realm.",
+       .sample = R"("turn.example.org")"},
+      {.path = "auth.oauth_keys",
+       .type = FieldType::kStringList,
+       .format = "kid:alg:base64 list",
+       .origin = Origin::kKturn,
+       .description = "The keys shared with the authorization server, "
+                      "`<kid>:<A256GCM|A128GCM>:<base64 key>`: a request with an ACCESS-TOKEN "
+                      "names its kid in USERNAME and signs with the token's mac-key. Empty: no "
+                      "OAuth, ACCESS-TOKEN is an unknown attribute (420).",
+       .sample = R"(["north:A256GCM:MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="])",
+       .bad_sample = R"(["north:A512GCM:MDEy"])"},
   };
 }
 

@@ -66,6 +66,8 @@ Json authJson(const Auth& a) {
   Json credentials = Json::object();  // no omitempty in stunnerd
   for (const auto& [k, v] : a.credentials) credentials[k] = v;
   out["credentials"] = std::move(credentials);
+  putString(out, "oauth_server_name", a.oauth_server_name);
+  putList(out, "oauth_keys", a.oauth_keys);
   return out;
 }
 

@@ -177,6 +177,11 @@ Result<void> validateAuth(Auth& a) {
                    "(2026-12-01T00:00:00Z)");
   }
   if (a.realm.empty()) a.realm = kDefaultRealm;
+  for (size_t i = 0; i < a.oauth_keys.size(); ++i) {
+    if (auto key = parseOAuthKey(a.oauth_keys[i]); !key) {
+      return invalid("auth.oauth_keys[" + std::to_string(i) + "]", key.error().message);
+    }
+  }
   return {};
 }
 

@@ -89,6 +89,14 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
       break;
   }
   turn_config->realm = config.auth.realm;
+  turn_config->oauth_server_name =
+      config.auth.oauth_server_name.empty() ? config.auth.realm : config.auth.oauth_server_name;
+  for (const std::string& text : config.auth.oauth_keys) {
+    if (auto key = config::parseOAuthKey(text)) {  // validate() checked each
+      turn_config->oauth_keys.push_back(
+          {key->kid, std::vector<uint8_t>(key->key.begin(), key->key.end())});
+    }
+  }
   turn_config->max_allocations_per_user = static_cast<uint32_t>(config.admin.user_quota);
   for (const config::Cluster& c : config.clusters) {
     const turn::ClusterId id = clusterIdFor(c.name);

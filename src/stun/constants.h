@@ -79,6 +79,7 @@ inline constexpr uint16_t kRequestedAddressFamily = 0x0017;
 inline constexpr uint16_t kEvenPort = 0x0018;
 inline constexpr uint16_t kRequestedTransport = 0x0019;
 inline constexpr uint16_t kDontFragment = 0x001A;
+inline constexpr uint16_t kAccessToken = 0x001B;  // RFC 7635
 inline constexpr uint16_t kMessageIntegritySha256 = 0x001C;
 inline constexpr uint16_t kPasswordAlgorithm = 0x001D;
 inline constexpr uint16_t kUserhash = 0x001E;
@@ -95,8 +96,9 @@ inline constexpr uint16_t kIcmp = 0x8004;
 inline constexpr uint16_t kSoftware = 0x8022;
 inline constexpr uint16_t kAlternateServer = 0x8023;
 inline constexpr uint16_t kFingerprint = 0x8028;
-inline constexpr uint16_t kIceControlled = 0x8029;   // RFC 8445
-inline constexpr uint16_t kIceControlling = 0x802A;  // RFC 8445
+inline constexpr uint16_t kIceControlled = 0x8029;            // RFC 8445
+inline constexpr uint16_t kIceControlling = 0x802A;           // RFC 8445
+inline constexpr uint16_t kThirdPartyAuthorization = 0x802E;  // RFC 7635
 
 constexpr bool isComprehensionRequired(uint16_t type) { return type < 0x8000; }
 }  // namespace attr

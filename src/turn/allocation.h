@@ -85,6 +85,9 @@ struct Allocation {
   // allocations made before the rotation.
   std::string username;
   stun::IntegrityKey key;
+  // Made with an ACCESS-TOKEN (RFC 7635): later requests name any of the shared keys' kids, and
+  // are checked with the mac-key of the latest token (a Refresh may bring a new one).
+  bool oauth = false;
 
   std::vector<Permission> permissions;
   std::vector<ChannelBinding> channels;

@@ -8,6 +8,7 @@
 #include "stun/demux.h"
 #include "stun/integrity.h"
 #include "stun/message_builder.h"
+#include "turn/access_token.h"
 
 namespace kturn::turn {
 namespace {
@@ -228,7 +229,10 @@ bool Server::rejectUnknownAttributes(Request& req) {
   uint16_t unknown[16];
   size_t n = 0;
   for (const stun::Attribute& a : req.message.attributes()) {
-    if (!isKnownAttribute(a.type) && n < std::size(unknown)) unknown[n++] = a.type;
+    // ACCESS-TOKEN is understood only where OAuth is configured (RFC 7635 §4).
+    const bool known = isKnownAttribute(a.type) ||
+                       (a.type == stun::attr::kAccessToken && !config_->oauth_keys.empty());
+    if (!known && n < std::size(unknown)) unknown[n++] = a.type;
   }
   if (n == 0) return false;
   respond(req, stun::MessageClass::kErrorResponse, [&](stun::MessageBuilder& b) {
@@ -275,9 +279,12 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
     algorithm = static_cast<stun::PasswordAlgorithm>(v->algorithm);
   }
 
+  // An OAuth request's USERNAME is a key id; its token carries its own lifetime.
+  const bool oauth = m.has(stun::attr::kAccessToken) && !cfg.oauth_keys.empty();
+  const bool oauth_allocation = allocation != nullptr && allocation->oauth;
   // An ephemeral credential stops working at its embedded expiry, also for an allocation that it
   // created (seed 000: existing allocations live until the expiry in their username).
-  if (cfg.auth_mode == AuthMode::kEphemeral) {
+  if (cfg.auth_mode == AuthMode::kEphemeral && !oauth && !oauth_allocation) {
     const auto expiry = restUsernameExpiry(user);
     if (!expiry || *expiry < req.now.unix_seconds) {
       ++(expiry ? cur_->auth_expired : cur_->auth_unknown_user);
@@ -286,8 +293,15 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
     }
   }
   stun::IntegrityKey key;
-  if (allocation != nullptr) {
-    if (user != allocation->username) {
+  if (oauth) {
+    auto token_key = tokenKey(req, user);
+    if (!token_key) return false;
+    key = *token_key;
+    req.oauth = true;
+  } else if (allocation != nullptr) {
+    // An OAuth allocation's later requests may name any shared key (a Refresh brings a new
+    // token, under any kid); the mac-key it holds decides.
+    if (!oauth_allocation && user != allocation->username) {
       rejectCredentials(req, stun::error::kWrongCredentials);
       return false;
     }
@@ -302,7 +316,13 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
     key = *outcome.key;
   }
   bool valid = stun::checkMessageIntegrity(m, key.span()) == stun::IntegrityCheck::kValid;
-  if (!valid && allocation == nullptr && cfg.auth_mode == AuthMode::kEphemeral) {
+  if (!valid && req.oauth && key.size == 20) {
+    // coturn's clients key MESSAGE-INTEGRITY (HMAC-SHA1) with the first 16 bytes of a 20-byte
+    // mac-key, their HMAC key size for long-term credentials; responses are signed likewise.
+    key.size = 16;
+    valid = stun::checkMessageIntegrity(m, key.span()) == stun::IntegrityCheck::kValid;
+  }
+  if (!valid && allocation == nullptr && !oauth && cfg.auth_mode == AuthMode::kEphemeral) {
     // A credential minted with a secret that is being rotated out (checked only after the
     // current secret failed, so steady state costs nothing extra).
     for (const auto& previous : cfg.previous_secrets) {
@@ -325,7 +345,40 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
   }
   req.key_storage = key;
   req.key = &req.key_storage;
+  // A new token replaces the allocation's mac-key (RFC 7635 §8: the session key of the token).
+  if (req.oauth && allocation != nullptr && allocation->oauth) allocation->key = key;
   return true;
+}
+
+std::optional<stun::IntegrityKey> Server::tokenKey(Request& req, std::string_view kid) {
+  const ServerConfig& cfg = *config_;
+  const ServerConfig::OAuthKey* shared = nullptr;
+  for (const auto& k : cfg.oauth_keys) {
+    if (k.kid == kid) shared = &k;
+  }
+  if (shared == nullptr) {
+    ++cur_->auth_unknown_user;
+    rejectCredentials(req, stun::error::kUnauthorized);
+    return std::nullopt;
+  }
+  const auto token = decodeAccessToken(*req.message.value(stun::attr::kAccessToken),
+                                       cfg.oauth_server_name, shared->key);
+  if (!token) {  // forged, or encrypted for another server or key
+    ++cur_->auth_bad_integrity;
+    rejectCredentials(req, stun::error::kUnauthorized);
+    return std::nullopt;
+  }
+  // Within its lifetime, and not issued in the future (a minute of clock skew allowed).
+  const int64_t now = req.now.unix_seconds;
+  if (now > token->issued_unix + token->lifetime || token->issued_unix > now + 60) {
+    ++cur_->auth_expired;
+    rejectCredentials(req, stun::error::kUnauthorized);
+    return std::nullopt;
+  }
+  stun::IntegrityKey key;
+  std::copy_n(token->mac_key.begin(), token->mac_key_size, key.bytes.begin());
+  key.size = token->mac_key_size;
+  return key;
 }
 
 void Server::send(const Reply& reply, Actions& out, FunctionRef<void(stun::MessageBuilder&)> fill) {
@@ -405,6 +458,10 @@ void Server::respondChallenge(Request& req, int code) {
     b.addErrorCode(code)
         .addString(stun::attr::kRealm, config_->realm)
         .addString(stun::attr::kNonce, {nonce.data(), nonce.size()});
+    // RFC 7635 §4: the server name tells the client to use its OAuth access token.
+    if (!config_->oauth_keys.empty()) {
+      b.addString(stun::attr::kThirdPartyAuthorization, config_->oauth_server_name);
+    }
   });
 }
 

@@ -7,7 +7,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -145,6 +147,7 @@ class Server {
     Actions& out;
     const stun::IntegrityKey* key = nullptr;  // set once authenticated
     stun::IntegrityKey key_storage;           // what `key` points at for new allocations
+    bool oauth = false;                       // authenticated with an ACCESS-TOKEN
   };
 
   void onStun(ListenerId listener, const FiveTuple& five_tuple, std::span<const uint8_t> packet,
@@ -171,6 +174,9 @@ class Server {
   // Long-term credential check (RFC 8489 §9.2.4). Returns false after sending the error
   // response; on success sets req.key. `allocation` is the 5-tuple's allocation, if any.
   bool authenticate(Request& req, Allocation* allocation);
+  // The ACCESS-TOKEN path of authenticate() (RFC 7635): the mac-key of a token that decrypts
+  // with the key USERNAME names and is within its lifetime, or nullopt after the 401.
+  std::optional<stun::IntegrityKey> tokenKey(Request& req, std::string_view kid);
   // 420 for unknown comprehension-required attributes; true if it answered.
   bool rejectUnknownAttributes(Request& req);
 

@@ -95,6 +95,15 @@ struct ServerConfig {
     int64_t valid_until = 0;
   };
   std::vector<PreviousSecret> previous_secrets;
+  // Third-party authorization (RFC 7635, access_token.h): the keys shared with the
+  // authorization server, by kid (16 or 32 bytes: A128GCM, A256GCM), and this server's name
+  // (THIRD-PARTY-AUTHORIZATION, the tokens' additional data). No keys: no OAuth.
+  struct OAuthKey {
+    std::string kid;
+    std::vector<uint8_t> key;
+  };
+  std::vector<OAuthKey> oauth_keys;
+  std::string oauth_server_name;
   Lifetimes lifetimes;
   // 0 means unlimited. Per user counts allocations of one username (the user id part for
   // ephemeral credentials is not split out: each REST username is its own user, as in coturn).

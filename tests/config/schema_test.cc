@@ -295,7 +295,9 @@ StunnerConfig fullyPopulatedConfig() {
                                {"password", "p"},
                                {"secret", "s"},
                                {"previous_secret", "old"},
-                               {"previous_secret_expiry", "1796066556"}}},
+                               {"previous_secret_expiry", "1796066556"}},
+               .oauth_server_name = "full.example.org",
+               .oauth_keys = {"north:A128GCM:MTIzNDU2Nzg5MDEyMzQ1Ngo="}},
       .listeners = {{.name = "tls",
                      .protocol = "TURN-TLS",
                      .public_address = "198.51.100.7",
@@ -362,8 +364,9 @@ TEST(ConfigSchema, TheFullyPopulatedConfigSetsEveryMember) {
   for (const int value : {allocations, relay_kbps, cpu_percent, resume_percent}) {
     EXPECT_TRUE(isSet(value));
   }
-  const auto& [type, realm, credentials] = auth;
-  EXPECT_TRUE(isSet(type) && isSet(realm) && isSet(credentials));
+  const auto& [type, realm, credentials, oauth_server_name, oauth_keys] = auth;
+  EXPECT_TRUE(isSet(type) && isSet(realm) && isSet(credentials) && isSet(oauth_server_name) &&
+              isSet(oauth_keys));
   const auto& [listener_name, protocol, public_address, public_port, address, port, bind_address,
                min_relay_port, max_relay_port, cert, key, routes, alternate_servers,
                alternate_domain] = listeners[0];

@@ -205,6 +205,7 @@ void Server::handleAllocate(Request& req) {
   std::copy(m.transactionId().begin(), m.transactionId().end(), a.allocate_transaction.begin());
   a.username = username;
   a.key = *req.key;
+  a.oauth = req.oauth;
   rearm(a);
   ++cur_->allocations_created;
 

@@ -293,6 +293,11 @@ bool Server::authenticate(Request& req, Allocation* allocation) {
     }
   }
   stun::IntegrityKey key;
+  if (oauth && allocation != nullptr && !oauth_allocation) {
+    // An allocation made with long-term credentials stays theirs (RFC 8656 §5).
+    rejectCredentials(req, stun::error::kWrongCredentials);
+    return false;
+  }
   if (oauth) {
     auto token_key = tokenKey(req, user);
     if (!token_key) return false;

@@ -176,6 +176,18 @@ TEST_F(OAuthTest, ForgedExpiredOrUnknownTokensAre401) {
   EXPECT_GE(server_->stats().auth_expired, 2u);
 }
 
+TEST_F(OAuthTest, ATokenCannotTakeOverAnAllocationMadeWithAPassword) {
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);  // static credentials
+  const AccessToken session = sessionToken(now_.unix_seconds, 3600);
+  auto reply = send(
+      stun::Method::kRefresh,
+      [](stun::MessageBuilder& b) { b.addUint32(stun::attr::kLifetime, 0); }, "north",
+      encode(session, "turn.example", kKey256), session);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->errorCode(), 441);
+  EXPECT_EQ(server_->allocationCount(), 1u);
+}
+
 TEST_F(TurnTest, AccessTokenWithoutOAuthKeysIs420) {
   allocate();
   const std::vector<uint8_t> token(40, 1);

@@ -132,8 +132,13 @@ nlohmann::json toJson(const CapacityReport& r) {
 }
 
 double availableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const double affinity =
+      sched_getaffinity(0, sizeof(set), &set) == 0 ? std::max(1, CPU_COUNT(&set)) : 1;
   // The cgroup v2 path of this process ("0::/kubepods/.../cri-containerd-..."); in a container
-  // with its own cgroup namespace it is "/", and the file at the mount's root is its own.
+  // with its own cgroup namespace it is "/", and the file at the mount's root is its own. A
+  // quota above the CPUs the process may run on buys nothing: the smaller counts.
   std::ifstream cgroups("/proc/self/cgroup");
   std::string line;
   while (std::getline(cgroups, line)) {
@@ -142,13 +147,10 @@ double availableCpus() {
     const std::string base = "/sys/fs/cgroup";
     for (const std::string& file :
          {base + (path == "/" ? "" : path) + "/cpu.max", base + "/cpu.max"}) {
-      if (const double quota = cgroupCpuQuota(file); quota > 0) return quota;
+      if (const double quota = cgroupCpuQuota(file); quota > 0) return std::min(quota, affinity);
     }
   }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return 1;
+  return affinity;
 }
 
 double processCpuSeconds() {

@@ -98,8 +98,8 @@ class CapacityGate {
   std::chrono::steady_clock::time_point state_since_{};
 };
 
-// The CPUs this process may use: its cgroup v2 `cpu.max` quota over its period when one is set,
-// else the CPUs of its affinity mask.
+// The CPUs this process may use: its cgroup v2 `cpu.max` quota over its period, at most the CPUs
+// of its affinity mask; without a quota, those CPUs.
 double availableCpus();
 // User and system CPU time this process used so far, in seconds.
 double processCpuSeconds();

@@ -218,7 +218,7 @@ std::vector<FieldSpec> capacityFields() {
            "400000"),
       mark("admin.capacity.cpu_percent", kDefaults.cpu_percent, kCpuPercentRange, "percent",
            "CPU time kturnd used over the last 5 s, in percent of the CPUs it may use (its "
-           "cgroup's `cpu.max` quota, else the CPUs it may run on).",
+           "cgroup's `cpu.max` quota, at most the CPUs it may run on).",
            "80"),
       mark("admin.capacity.resume_percent", kDefaults.resume_percent, kResumePercentRange,
            "percent",

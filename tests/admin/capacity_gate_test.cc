@@ -147,7 +147,9 @@ TEST(ProcessCpuSecondsTest, GrowsWithWork) {
   const double before = processCpuSeconds();
   volatile uint64_t x = 0;
   const double until = before + 0.05;
-  while (processCpuSeconds() < until) {
+  // Bounded by the wall clock: a processCpuSeconds() that never grows fails, it does not hang.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (processCpuSeconds() < until && std::chrono::steady_clock::now() < deadline) {
     for (int i = 0; i < 100000; ++i) x = x + i;
   }
   EXPECT_GE(processCpuSeconds(), until);

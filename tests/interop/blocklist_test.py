@@ -92,11 +92,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                                "-c", f"file://{config_path}"], workdir)
     h.register_log(kturnd.log_path)
     kturnd.start()
-    with in_netns(ns.client):
-        deadline = time.monotonic() + 10
-        while h.stun_binding_probe(LISTENER, timeout=0.2) is None:
-            h.check(time.monotonic() < deadline and kturnd.running(),
-                    "kturnd did not answer a STUN Binding request within 10 s")
+    offload_test.wait_for_listener(ns, kturnd)
     attached = offload_test.wait_for_log(kturnd, r"offload: .*|relaying in user space")
     h.check("TC on" in attached, f"kturnd did not attach TC to s0 and s1: '{attached}'")
 

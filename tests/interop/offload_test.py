@@ -184,6 +184,15 @@ def forwarding_off(ns: Namespaces, kturnd: h.Proc, data: List[bytes]) -> None:
           f"the kernel with outcome route; /status: {status}")
 
 
+def wait_for_listener(ns: Namespaces, kturnd: h.Proc) -> None:
+    """Until kturnd in the kturnd namespace answers a STUN Binding request from the client's."""
+    with in_netns(ns.client):
+        deadline = time.monotonic() + 10
+        while h.stun_binding_probe(LISTENER, timeout=0.2) is None:
+            h.check(time.monotonic() < deadline and kturnd.running(),
+                    "kturnd did not answer a STUN Binding request within 10 s")
+
+
 def namespace_config(name: str, engine: str) -> dict:
     """kturnd's config in the kturnd namespace: TURN-UDP on LISTENER with static credentials,
     the fast path (`engine`) on s0 and s1, health and metrics on LISTENER_IP, the peer routed."""
@@ -232,11 +241,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                                "--permission-lifetime", str(PERMISSION_LIFETIME)], workdir)
     h.register_log(kturnd.log_path)
     kturnd.start()
-    with in_netns(ns.client):
-        deadline = time.monotonic() + 10
-        while h.stun_binding_probe(LISTENER, timeout=0.2) is None:
-            h.check(time.monotonic() < deadline and kturnd.running(),
-                    "kturnd did not answer a STUN Binding request within 10 s")
+    wait_for_listener(ns, kturnd)
     attached = wait_for_log(kturnd, r"offload: .*|relaying in user space")
     h.check(f"{args.engine} on" in attached and "s0" in attached and "s1" in attached,
             f"kturnd did not attach {args.engine} to s0 and s1: '{attached}'")

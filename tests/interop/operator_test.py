@@ -100,18 +100,20 @@ def load(path: str) -> list:
     return docs
 
 
-def with_test_dataplane(docs: list) -> list:
+def with_test_dataplane(docs: list, health_check: bool = False) -> list:
     """`docs` with a Dataplane of the test's own, named by every GatewayConfig: without the
-    :8086 health check, a fixed port two kturnds on one host cannot both bind."""
+    :8086 health check (unless `health_check`), a fixed port two kturnds on one host cannot both
+    bind."""
     for d in docs:
         if d["kind"] == "GatewayConfig":
             d["spec"]["dataplane"] = "default"
     return docs + [{"apiVersion": "stunner.l7mp.io/v1", "kind": "Dataplane",
                     "metadata": {"name": "default"},
-                    "spec": {"image": "kturn/kturnd:latest", "disableHealthCheck": True}}]
+                    "spec": {"image": "kturn/kturnd:latest",
+                             "disableHealthCheck": not health_check}}]
 
 
-def manifests(turn_port: int, pod: str) -> list:
+def manifests(turn_port: int, pod: str, health_check: bool = False) -> list:
     out = []
     for doc in load(SEED_FIXED):
         kind = doc["kind"]
@@ -121,7 +123,7 @@ def manifests(turn_port: int, pod: str) -> list:
             doc["endpoints"] = [{"addresses": [pod],
                                  "conditions": {"ready": True, "serving": True}}]
         out.append(doc)
-    return with_test_dataplane(out)
+    return with_test_dataplane(out, health_check)
 
 
 def apply_verbatim_class(scope: "cp.Scope") -> None:

@@ -51,7 +51,12 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     operator.start()
     h.register_cleanup(operator.stop)
     procs = [operator]
-    docs = op.manifests(turn_port, pod_a)
+    # The Dataplane keeps STUNner's default :8086 health check. stunnerd v1.2.1 bootstraps with it
+    # (-w); a first config that turns it off, served a few milliseconds later, races its health
+    # server's start (internal/object/admin.go reconcileHealthCheck nils the server its serving
+    # goroutine has yet to read) and stunnerd panics. Seen here once: a STUNner bug, not kturn's,
+    # which STUNner's operator triggers the same way with disableHealthCheck: true.
+    docs = op.manifests(turn_port, pod_a, health_check=True)
     scope.apply(docs)
     gw_ns = scope.ns("media")
     gateway = f"{gw_ns}/{op.GW_NAME}"

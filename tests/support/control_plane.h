@@ -278,6 +278,7 @@ class ClusterScope {
       EXPECT_TRUE(bound && (bound->ok() || bound->status == 409))
           << (bound ? bound->describe() : bound.error().message);
       if (bound && bound->ok()) clusterScoped_.emplace_back(clusterRoleBindingType(), name(sa));
+      EXPECT_TRUE(awaitBinding(serviceAccountUser(sa, base), clusterRole));
     }
     auto token = admin_->request(
         {.method = "POST",
@@ -292,6 +293,50 @@ class ClusterScope {
     config.clientKeyPem.clear();
     config.token = token->body["status"]["token"].get<std::string>();
     return clientFrom(config);
+  }
+
+  // The API server's RBAC authorizer learns of a new binding from its own informer, a moment after
+  // the create returns: waits (at most 10 s) until a SubjectAccessReview for `user` is allowed the
+  // first resource rule of `clusterRole`, so a request made right after is judged by the binding.
+  ::testing::AssertionResult awaitBinding(const std::string& user, const std::string& clusterRole) {
+    auto role = admin_->request(
+        {.target = "/apis/rbac.authorization.k8s.io/v1/clusterroles/" + clusterRole});
+    if (!role || !role->ok()) {
+      return ::testing::AssertionFailure() << "ClusterRole " << clusterRole << ": "
+                                           << (role ? role->describe() : role.error().message);
+    }
+    Json attributes;
+    for (const Json& rule : role->body.value("rules", Json::array())) {
+      if (!rule.contains("resources") || !rule.contains("verbs")) continue;
+      const auto first = [&](const char* key) {
+        const Json& values = rule.value(key, Json::array());
+        return values.empty() ? std::string() : values[0].get<std::string>();
+      };
+      attributes = {{"group", first("apiGroups")},
+                    {"resource", first("resources")},
+                    {"verb", first("verbs")},
+                    {"namespace", ns("media")}};
+      break;
+    }
+    if (attributes.is_null()) return ::testing::AssertionSuccess();  // nothing to wait for
+    const Json review = {{"apiVersion", "authorization.k8s.io/v1"},
+                         {"kind", "SubjectAccessReview"},
+                         {"spec", {{"user", user}, {"resourceAttributes", attributes}}}};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::string last;
+    do {
+      auto answer = admin_->request({.method = "POST",
+                                     .target = "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                                     .body = review.dump(),
+                                     .contentType = "application/json"});
+      if (answer && answer->ok() && answer->body["status"].value("allowed", false)) {
+        return ::testing::AssertionSuccess();
+      }
+      last = answer ? answer->describe() : answer.error().message;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } while (std::chrono::steady_clock::now() < deadline);
+    return ::testing::AssertionFailure() << user << " is still not allowed " << attributes.dump()
+                                         << " by " << clusterRole << " after 10 s: " << last;
   }
 
   // The same ServiceAccount as a kubeconfig file (the admin's, with the token as its user), for

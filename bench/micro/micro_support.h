@@ -36,6 +36,10 @@ class FakeRelays : public turn::RelayAllocator {
   void bindConnection(turn::ConnectionId, const FiveTuple&) override {}
   void closeConnection(turn::ConnectionId) override {}
   turn::ConnectionTraffic takeConnectionTraffic(turn::ConnectionId) override { return {}; }
+  std::unique_ptr<turn::RelayHandle> detach(turn::AllocationId) override {
+    return std::make_unique<turn::RelayHandle>();
+  }
+  void attach(turn::AllocationId, std::unique_ptr<turn::RelayHandle>) override {}
 
  private:
   uint32_t next_ = 1;

@@ -28,6 +28,7 @@ inline constexpr std::array<std::string_view, 1> kRegion{kLabelRegion};
 inline constexpr std::array<std::string_view, 1> kMethod{kLabelMethod};
 inline constexpr std::array<std::string_view, 2> kListenerEvent{kLabelListener, kLabelEvent};
 inline constexpr std::array<std::string_view, 1> kOutcome{kLabelOutcome};
+inline constexpr std::array<std::string_view, 2> kListenerOutcome{kLabelListener, kLabelOutcome};
 
 // reason values of kAllocationsRejectedTotal: the TURN error each one answers with.
 namespace reject_reason {
@@ -161,6 +162,21 @@ inline constexpr MetricSpec kSourcesBlockedTotal{
         "drop list",
     .type = MetricType::kCounter,
     .label_names = kListener,
+};
+
+// outcome values of kMobilityTotal.
+namespace mobility_outcome {
+inline constexpr std::string_view kMoved = "moved";
+inline constexpr std::string_view kRefused = "refused";
+}  // namespace mobility_outcome
+
+inline constexpr MetricSpec kMobilityTotal{
+    .name = "kturn_mobility_total",
+    .help =
+        "RFC 8016 MOBILITY-TICKETs: allocations moved to a client's new address, and tickets "
+        "refused (mobility off, forged, stale or naming another allocation)",
+    .type = MetricType::kCounter,
+    .label_names = kListenerOutcome,
 };
 
 inline constexpr MetricSpec kRelayedBytesTotal{
@@ -323,7 +339,7 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 20> kAllSeries{
+inline constexpr std::array<const MetricSpec*, 21> kAllSeries{
     &kAllocationsCreatedTotal,
     &kAllocationsExpiredTotal,
     &kAllocationsEndedTotal,
@@ -331,6 +347,7 @@ inline constexpr std::array<const MetricSpec*, 20> kAllSeries{
     &kPermissionsRejectedTotal,
     &kAuthFailuresTotal,
     &kSourcesBlockedTotal,
+    &kMobilityTotal,
     &kDataplaneInfo,
     &kCapacityOver,
     &kCapacityHeadroom,

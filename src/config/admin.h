@@ -78,6 +78,10 @@ struct Admin {
   // kturn extension: the region this dataplane serves ("eu-central"), which kturn-auth orders
   // its ICE servers by and the metrics carry; empty: none.
   std::string region{};
+  // kturn extension: RFC 8016 mobility. A client that asks for it at Allocate gets a
+  // MOBILITY-TICKET and may take its allocation along to a new address; off, such an Allocate
+  // gets 405 (Mobility Forbidden), as in coturn without --mobility.
+  bool mobility = false;
 
   friend bool operator==(const Admin&, const Admin&) = default;
 };

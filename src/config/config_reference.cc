@@ -64,6 +64,8 @@ std::string typeName(const FieldSpec& f) {
       return format.empty() ? "string" : format;
     case FieldType::kInteger:
       return format.empty() ? "integer" : "integer (" + format + ")";
+    case FieldType::kBoolean:
+      return "boolean";
     case FieldType::kStringList:
       return "list of " + (format.empty() ? std::string("strings") : format);
     case FieldType::kStringMap:

@@ -58,6 +58,27 @@ Result<void> readString(const Json& v, const Path& path, std::string& out) {
   return {};
 }
 
+// A boolean, or its YAML spelling as a string (the YAML reader keeps scalars as text).
+Result<void> readBool(const Json& v, const Path& path, bool& out) {
+  if (v.is_null()) return {};
+  if (v.is_boolean()) {
+    out = v.get<bool>();
+    return {};
+  }
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    for (const auto& [text, value] : {std::pair{"true", true}, std::pair{"True", true},
+                                      std::pair{"TRUE", true}, std::pair{"false", false},
+                                      std::pair{"False", false}, std::pair{"FALSE", false}}) {
+      if (s == text) {
+        out = value;
+        return {};
+      }
+    }
+  }
+  return typeError(path, "true or false", v);
+}
+
 Result<void> readOptionalString(const Json& v, const Path& path, std::optional<std::string>& out) {
   if (v.is_null()) return {};
   std::string s;
@@ -225,6 +246,7 @@ Result<void> readAdmin(const Json& v, const Path& path, Admin& a) {
       field("limits", readLimits, a.limits),
       field("capacity", readCapacity, a.capacity),
       field("region", readString, a.region),
+      field("mobility", readBool, a.mobility),
   };
   return readObject(v, path, fields);
 }

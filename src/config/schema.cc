@@ -240,6 +240,20 @@ std::vector<FieldSpec> regionFields() {
            .sample = R"("eu-central")"}};
 }
 
+std::vector<FieldSpec> mobilityFields() {
+  return {{.path = "admin.mobility",
+           .type = FieldType::kBoolean,
+           .origin = Origin::kKturn,
+           .description = "RFC 8016 mobility: an Allocate that asks for it gets a MOBILITY-TICKET, "
+                          "and a Refresh with the ticket from a new client address takes the "
+                          "allocation along, with its relayed address, permissions and channels "
+                          "([mobility](operations.md#mobility-rfc-8016)). TURN-UDP clients only. "
+                          "Off (the default), an Allocate that asks for it gets 405 (Mobility "
+                          "Forbidden).",
+           .sample = "true",
+           .bad_sample = R"("yes")"}};
+}
+
 std::vector<FieldSpec> authFields() {
   return {
       {.path = "auth.type",
@@ -465,6 +479,7 @@ std::vector<FieldSpec> buildSchema() {
   append(out, limitsFields());
   append(out, capacityFields());
   append(out, regionFields());
+  append(out, mobilityFields());
   append(out, authFields());
   append(out, listenerFields());
   append(out, clusterFields());

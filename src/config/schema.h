@@ -22,6 +22,7 @@ namespace kturn::config {
 enum class FieldType {
   kString,  // also takes a number or boolean, as its text (decoder.h)
   kInteger,
+  kBoolean,
   kStringList,
   kStringMap,  // auth.credentials: any keys, string values; the known keys have entries too
   kObject,

@@ -56,6 +56,7 @@ Json adminJson(const Admin& a) {
                            {"resume_percent", c.resume_percent}};
   }
   putString(out, "region", a.region);
+  if (a.mobility) out["mobility"] = true;
   return out;
 }
 

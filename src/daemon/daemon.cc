@@ -98,8 +98,16 @@ Result<void> Daemon::start() {
       spdlog::warn("relay sockets: {}; a socket per allocation", opened.error().message);
     }
   }
+  // One nonce key and one MOBILITY-TICKET key for every worker: a client's new address may
+  // reach another worker than the one its nonce and ticket came from.
+  std::array<uint8_t, 32> nonce_key;
+  std::array<uint8_t, 32> mobility_key;
+  crypto::randomBytes(nonce_key);
+  crypto::randomBytes(mobility_key);
   for (size_t i = 0; i < options_.workers; ++i) {
     Worker::Options wo;
+    wo.nonce_key = nonce_key;
+    wo.mobility_key = mobility_key;
     wo.shared_relays = shared_relays_.get();
     wo.index = i;
     wo.session_log = options_.session_log;

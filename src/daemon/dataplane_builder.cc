@@ -120,6 +120,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   turn_config->auth_failures_per_window = static_cast<uint32_t>(limits.auth_failures);
   turn_config->auth_failure_window_seconds = limits.auth_failure_window;
   turn_config->block_seconds = limits.block_seconds;
+  turn_config->mobility = config.admin.mobility;
   for (const std::string& network : limits.trusted_networks) {
     if (auto e = config::parseEndpoint(network)) {  // validate() checked each
       turn_config->trusted_sources.push_back({e->prefix, e->prefix_len});

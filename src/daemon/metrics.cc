@@ -49,6 +49,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Da
   auto permissions_rejected = admin::familyOf(ks::kPermissionsRejectedTotal);
   auto auth = admin::familyOf(ks::kAuthFailuresTotal);
   auto blocked = admin::familyOf(ks::kSourcesBlockedTotal);
+  auto mobility = admin::familyOf(ks::kMobilityTotal);
   auto info = admin::familyOf(ks::kDataplaneInfo);
   info.samples.push_back({labels({{ks::kLabelRegion, dataplane.region}}), 1});
   auto relayed_packets = admin::familyOf(ks::kRelayedPacketsTotal);
@@ -111,6 +112,10 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Da
         {listener(ks::kLabelReason, ks::capacity_reason::kChannelLimit),
          static_cast<double>(s.channels_rejected_capacity)});
     blocked.samples.push_back({listener(), static_cast<double>(s.sources_blocked)});
+    mobility.samples.push_back({listener(ks::kLabelOutcome, ks::mobility_outcome::kMoved),
+                                static_cast<double>(s.mobility_moves)});
+    mobility.samples.push_back({listener(ks::kLabelOutcome, ks::mobility_outcome::kRefused),
+                                static_cast<double>(s.mobility_refused)});
     auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kUnknownUser),
                             static_cast<double>(s.auth_unknown_user)});
     auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kBadIntegrity),
@@ -245,6 +250,7 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Da
                   &permissions_rejected,
                   &auth,
                   &blocked,
+                  &mobility,
                   &info,
                   &capacity_over,
                   &capacity_headroom,

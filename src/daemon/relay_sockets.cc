@@ -1,6 +1,7 @@
 #include "daemon/relay_sockets.h"
 
 #include <netinet/in.h>
+#include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
@@ -292,6 +293,68 @@ void RelaySockets::close(turn::AllocationId allocation) {
     loop_.remove(slot->additional.fd());
   }
   *slot = Slot{};
+}
+
+namespace {
+
+// A relay between two workers. Closes what it holds if it is never attached.
+struct MovingRelay : turn::RelayHandle {
+  net::UdpSocket socket;
+  net::UdpSocket additional;
+  TransportAddress shared;
+  TransportAddress shared_additional;
+  SharedRelayPorts* ports = nullptr;
+  ~MovingRelay() override {
+    for (const TransportAddress* a : {&shared, &shared_additional}) {
+      if (a->port != 0 && ports != nullptr) ports->release(*a);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<turn::RelayHandle> RelaySockets::detach(turn::AllocationId allocation) {
+  Slot* slot = slotOf(allocation);
+  if (slot == nullptr || slot->tcp.valid()) return nullptr;
+  auto relay = std::make_unique<MovingRelay>();
+  if (slot->shared.port != 0) {
+    relay->shared = slot->shared;
+    relay->shared_additional = slot->shared_additional;
+    relay->ports = shared_;
+    by_address_.erase(slot->shared);
+    if (slot->shared_additional.port != 0) by_address_.erase(slot->shared_additional);
+  }
+  if (slot->socket.fd() >= 0) loop_.remove(slot->socket.fd());
+  if (slot->additional.fd() >= 0) loop_.remove(slot->additional.fd());
+  relay->socket = std::move(slot->socket);
+  relay->additional = std::move(slot->additional);
+  *slot = Slot{};
+  return relay;
+}
+
+void RelaySockets::attach(turn::AllocationId allocation, std::unique_ptr<turn::RelayHandle> relay) {
+  auto* moving = dynamic_cast<MovingRelay*>(relay.get());
+  if (moving == nullptr) return;
+  if (slots_.size() <= allocation.index) slots_.resize(allocation.index + 1);
+  Slot& slot = slots_[allocation.index];
+  slot = Slot{};
+  slot.id = allocation;
+  for (net::UdpSocket* s : {&moving->socket, &moving->additional}) {
+    if (s->fd() < 0) continue;
+    if (auto watched = watch(allocation, *s); !watched) {
+      spdlog::warn("a moved allocation's relay socket: {}", watched.error().message);
+    }
+  }
+  slot.socket = std::move(moving->socket);
+  slot.additional = std::move(moving->additional);
+  for (const auto& [from, to] : {std::pair{&moving->shared, &slot.shared},
+                                 std::pair{&moving->shared_additional, &slot.shared_additional}}) {
+    if (from->port == 0 || shared_ == nullptr) continue;
+    *to = *from;
+    by_address_[*to] = allocation;
+    shared_->deliverTo(*to, worker_);
+    *from = {};  // the slot holds it now
+  }
 }
 
 void RelaySockets::closeFamily(turn::AllocationId allocation, AddressFamily family) {

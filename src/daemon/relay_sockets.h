@@ -64,6 +64,11 @@ class RelaySockets : public turn::RelayAllocator {
   turn::ConnectionTraffic takeConnectionTraffic(turn::ConnectionId id) override {
     return links_.take(id);
   }
+  // RFC 8016: a UDP allocation's relay sockets (or shared relayed addresses) leave this worker's
+  // loop and join the loop of the worker the allocation moves to. Datagrams that arrive in
+  // between wait in the socket. TCP allocations do not move (null).
+  std::unique_ptr<turn::RelayHandle> detach(turn::AllocationId allocation) override;
+  void attach(turn::AllocationId allocation, std::unique_ptr<turn::RelayHandle> relay) override;
 
   // The binds the core made since the last takeBinds().
   bool hasBinds() const { return !binds_.empty(); }

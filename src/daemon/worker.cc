@@ -20,11 +20,15 @@ namespace {
 // Bounded work per readiness event, so one busy socket cannot starve the others on the loop.
 constexpr int kMaxBatchesPerEvent = 16;
 
-turn::Server::Options serverOptions(size_t index, turn::UserQuota* user_quota) {
+turn::Server::Options serverOptions(const Worker::Options& options) {
   turn::Server::Options o;
-  o.connection_id_prefix = static_cast<uint8_t>(index);
-  o.user_quota = user_quota;
-  crypto::randomBytes(o.nonce_key);
+  o.connection_id_prefix = static_cast<uint8_t>(options.index);
+  o.user_quota = options.user_quota;
+  o.nonce_key = options.nonce_key;
+  o.mobility_key = options.mobility_key;
+  constexpr std::array<uint8_t, 32> kUnset{};
+  if (o.nonce_key == kUnset) crypto::randomBytes(o.nonce_key);
+  if (o.mobility_key == kUnset) crypto::randomBytes(o.mobility_key);
   uint8_t seed[8];
   crypto::randomBytes(seed);
   for (uint8_t b : seed) o.seed = (o.seed << 8) | b;
@@ -81,9 +85,9 @@ Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& 
     relays_.setShared(options.shared_relays, options.index);
   }
   session_log_.setDataplane(dataplane_);
-  server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_,
-                                           serverOptions(options.index, options.user_quota));
+  server_ = std::make_unique<turn::Server>(dataplane_->turn, relays_, serverOptions(options));
   server_->setSessionObserver(&session_log_);
+  server_->setMobilityRouter(this);
   loop_.addTicker(std::chrono::milliseconds(250), [this] {
     const turn::Now t = now();
     collectOffloaded();
@@ -414,6 +418,44 @@ void Worker::onDetached(turn::ListenerId id, std::unique_ptr<StreamListener::Con
   target->post([target, id, moved] { target->adopt(id, std::move(*moved)); });
 }
 
+bool Worker::requestMove(uint8_t owner, turn::MoveRequest request) {
+  if (owner >= siblings_.size()) return false;
+  // Once per client address change, never per packet.
+  spdlog::info("worker {}: a MOBILITY-TICKET from {} names worker {}: moving its allocation here",
+               options_.index, request.five_tuple.client.toString(), owner);
+  moving_[request.five_tuple];  // hold what the 5-tuple sends until the answer
+  Worker* target = siblings_[owner];
+  target->post([target, to = this, request = std::move(request)]() mutable {
+    target->moveOut(std::move(request), to);
+  });
+  return true;
+}
+
+void Worker::moveOut(turn::MoveRequest request, Worker* to) {
+  auto moved = server_->releaseForMove(request, now(), actions_);
+  flush();  // a refusal goes to the client from here: the same listener address
+  // std::function needs a copyable callable: the allocation travels in a shared_ptr.
+  auto box = std::make_shared<std::optional<turn::MovedAllocation>>(std::move(moved));
+  to->post([to, box, request = std::move(request)]() mutable {
+    to->moveIn(std::move(*box), std::move(request));
+  });
+}
+
+void Worker::moveIn(std::optional<turn::MovedAllocation> moved, turn::MoveRequest request) {
+  const turn::Now t = now();
+  if (moved) server_->adoptMoved(std::move(*moved), request, t, actions_);
+  const auto held = moving_.find(request.five_tuple);
+  if (held != moving_.end()) {
+    const std::vector<std::vector<uint8_t>> datagrams = std::move(held->second);
+    moving_.erase(held);
+    for (const auto& d : datagrams) {
+      server_->onClientPacket(request.listener, request.five_tuple, d, t, actions_);
+      if (actions_.arenaUsed() > turn::Actions::kArenaSize / 2) flush();
+    }
+  }
+  flush();
+}
+
 void Worker::adopt(turn::ListenerId id, std::unique_ptr<StreamListener::Connection> c) {
   const Listener* listener = findListener(id);
   if (listener == nullptr || !listener->stream) return;  // the listener is gone: closes it
@@ -479,6 +521,12 @@ void Worker::onClientDatagram(const Listener& listener, const FiveTuple& tuple,
   ListenerTraffic& counters = traffic(listener.id);  // not held across flush(), which may grow it
   ++counters.rx_packets;
   counters.rx_bytes += payload.size();
+  if (!moving_.empty()) [[unlikely]] {
+    if (const auto held = moving_.find(tuple); held != moving_.end()) {
+      if (held->second.size() < kMaxHeld) held->second.emplace_back(payload.begin(), payload.end());
+      return;
+    }
+  }
   // Time requests (STUN, RFC 7983 first byte 0-3), never relayed data.
   const bool stun = !payload.empty() && payload[0] < 4;
   const auto started =

@@ -79,10 +79,14 @@ struct WorkerStats {
   std::vector<uint64_t> offload_outcomes;  // the program's kturn_stats (daemon-wide, not summed)
 };
 
-class Worker {
+class Worker : public turn::MobilityRouter {
  public:
   struct Options {
     size_t index = 0;
+    // Keys of the process, the same for every worker (turn::Server::Options); all zero: drawn
+    // for this worker alone (a worker without siblings).
+    std::array<uint8_t, 32> nonce_key{};
+    std::array<uint8_t, 32> mobility_key{};
     size_t batch_size = 64;  // datagrams per recvmmsg/sendmmsg
     size_t max_datagram = 65535;
     int socket_buffer = 4 << 20;  // SO_RCVBUF/SO_SNDBUF of listener sockets
@@ -98,7 +102,7 @@ class Worker {
   };
 
   Worker(const Options& options, DataplanePtr dataplane, ReservationPool& reservations);
-  ~Worker();
+  ~Worker() override;
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
@@ -134,6 +138,11 @@ class Worker {
   // ConnectionBind goes when another worker's core owns its CONNECTION-ID (RFC 6062). Set once,
   // before start().
   void setSiblings(std::vector<Worker*> siblings) { siblings_ = std::move(siblings); }
+
+  // RFC 8016 (turn/allocation_move.h), on this worker's thread: its core asks worker `owner`'s
+  // core for the allocation a MOBILITY-TICKET names. Until the answer comes back, datagrams
+  // from the request's 5-tuple wait here (at most kMaxHeld).
+  bool requestMove(uint8_t owner, turn::MoveRequest request) override;
 
  private:
   struct Listener {
@@ -196,6 +205,13 @@ class Worker {
   turn::Now now() const;
   // Counts what the kernel relayed for this worker's channels into its core.
   void collectOffloaded();
+  // RFC 8016, on the owner: its core gives the allocation up (or answers the client), and the
+  // outcome goes back to worker `to`.
+  void moveOut(turn::MoveRequest request, Worker* to);
+  // Back on the requesting worker: its core adopts the allocation, if any, and answers the
+  // Refresh; then the datagrams held meanwhile go to the core.
+  void moveIn(std::optional<turn::MovedAllocation> moved, turn::MoveRequest request);
+  static constexpr size_t kMaxHeld = 16;
 
   Options options_;
   DataplanePtr dataplane_;
@@ -222,6 +238,8 @@ class Worker {
   // connection, or to hand to another worker with this ConnectionBind frame.
   std::unordered_map<TransportAddress, turn::ConnectionId> binds_;
   std::unordered_map<TransportAddress, std::vector<uint8_t>> handoffs_;
+  // RFC 8016: 5-tuples whose allocation is on its way here, with the datagrams they sent since.
+  std::unordered_map<FiveTuple, std::vector<std::vector<uint8_t>>> moving_;
   std::thread thread_;
 };
 

@@ -99,6 +99,7 @@ inline constexpr uint16_t kFingerprint = 0x8028;
 inline constexpr uint16_t kIceControlled = 0x8029;            // RFC 8445
 inline constexpr uint16_t kIceControlling = 0x802A;           // RFC 8445
 inline constexpr uint16_t kThirdPartyAuthorization = 0x802E;  // RFC 7635
+inline constexpr uint16_t kMobilityTicket = 0x8030;           // RFC 8016
 
 constexpr bool isComprehensionRequired(uint16_t type) { return type < 0x8000; }
 }  // namespace attr
@@ -109,6 +110,7 @@ inline constexpr int kTryAlternate = 300;
 inline constexpr int kBadRequest = 400;
 inline constexpr int kUnauthorized = 401;
 inline constexpr int kForbidden = 403;
+inline constexpr int kMobilityForbidden = 405;  // RFC 8016
 inline constexpr int kUnknownAttribute = 420;
 inline constexpr int kAllocationMismatch = 437;
 inline constexpr int kStaleNonce = 438;
@@ -133,6 +135,8 @@ constexpr std::string_view reasonPhrase(int code) {
       return "Unauthorized";
     case kForbidden:
       return "Forbidden";
+    case kMobilityForbidden:
+      return "Mobility Forbidden";
     case kUnknownAttribute:
       return "Unknown Attribute";
     case kAllocationMismatch:

@@ -88,6 +88,10 @@ struct Allocation {
   // Made with an ACCESS-TOKEN (RFC 7635): later requests name any of the shared keys' kids, and
   // are checked with the mac-key of the latest token (a Refresh may bring a new one).
   bool oauth = false;
+  // RFC 8016: the id its MOBILITY-TICKET names (0: the client did not ask for mobility) and the
+  // moves so far, which a ticket must match (24 bits, wrapping).
+  uint64_t mobility_id = 0;
+  uint32_t mobility_generation = 0;
 
   std::vector<Permission> permissions;
   std::vector<ChannelBinding> channels;

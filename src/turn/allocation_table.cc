@@ -3,6 +3,11 @@
 namespace kturn::turn {
 
 Allocation& AllocationTable::create(const FiveTuple& five_tuple) {
+  return adopt(std::make_unique<Allocation>(), five_tuple);
+}
+
+Allocation& AllocationTable::adopt(std::unique_ptr<Allocation> allocation,
+                                   const FiveTuple& five_tuple) {
   uint32_t index;
   if (!free_.empty()) {
     index = free_.back();
@@ -13,7 +18,7 @@ Allocation& AllocationTable::create(const FiveTuple& five_tuple) {
   }
   Slot& slot = slots_[index];
   ++slot.generation;
-  slot.allocation = std::make_unique<Allocation>();
+  slot.allocation = std::move(allocation);
   slot.allocation->id = AllocationId{index, slot.generation};
   slot.allocation->five_tuple = five_tuple;
   by_tuple_[five_tuple] = index;
@@ -21,16 +26,18 @@ Allocation& AllocationTable::create(const FiveTuple& five_tuple) {
   return *slot.allocation;
 }
 
-void AllocationTable::erase(AllocationId id) {
+void AllocationTable::erase(AllocationId id) { take(id); }
+
+std::unique_ptr<Allocation> AllocationTable::take(AllocationId id) {
   Allocation* a = find(id);
-  if (a == nullptr) return;
+  if (a == nullptr) return nullptr;
   by_tuple_.erase(a->five_tuple);
   if (const auto it = per_source_.find(a->five_tuple.client.ip);
       it != per_source_.end() && --it->second == 0) {
     per_source_.erase(it);
   }
-  slots_[id.index].allocation.reset();
   free_.push_back(id.index);
+  return std::move(slots_[id.index].allocation);
 }
 
 Allocation* AllocationTable::find(AllocationId id) {

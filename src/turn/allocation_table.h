@@ -22,6 +22,10 @@ class AllocationTable {
   // Creates an empty allocation for `five_tuple`, which must not have one yet.
   Allocation& create(const FiveTuple& five_tuple);
   void erase(AllocationId id);
+  // RFC 8016 mobility: takes an allocation out (null for an unknown id), and puts one in under
+  // `five_tuple` (which must not have one yet) with an id of this table.
+  std::unique_ptr<Allocation> take(AllocationId id);
+  Allocation& adopt(std::unique_ptr<Allocation> allocation, const FiveTuple& five_tuple);
 
   Allocation* find(AllocationId id);
   Allocation* find(const FiveTuple& five_tuple);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "kturn/result.h"
@@ -44,6 +45,13 @@ struct RelayGrant {
   Error::Code additional_error = Error::Code::kUnsupported;
 };
 
+// An allocation's relay, detached from one core's allocator to be attached to another's
+// (RFC 8016 mobility): what it holds is the allocator's business.
+class RelayHandle {
+ public:
+  virtual ~RelayHandle() = default;
+};
+
 class RelayAllocator {
  public:
   virtual ~RelayAllocator() = default;
@@ -73,6 +81,13 @@ class RelayAllocator {
   // asks a connection's last counts before it closes the connection or writes the session
   // record, and the rest when the daemon calls Server::countConnectionTraffic().
   virtual ConnectionTraffic takeConnectionTraffic(ConnectionId id) = 0;
+
+  // RFC 8016 mobility, UDP allocations only: takes the relay of `allocation` out of this
+  // allocator without closing it (null for an unknown id); attach() gives it to `allocation` of
+  // the allocator it moves to, which may be another worker's: the relay keeps its address and
+  // what peers already sent to it.
+  virtual std::unique_ptr<RelayHandle> detach(AllocationId allocation) = 0;
+  virtual void attach(AllocationId allocation, std::unique_ptr<RelayHandle> relay) = 0;
 };
 
 }  // namespace kturn::turn

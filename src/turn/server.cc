@@ -61,6 +61,7 @@ Server::Server(ServerConfigPtr config, RelayAllocator& relays, const Options& op
     : config_(std::move(config)),
       relays_(relays),
       nonces_(options.nonce_key),
+      tickets_(options.mobility_key),
       rng_state_(options.seed == 0 ? 0x9E3779B97F4A7C15ULL : options.seed),
       own_user_quota_(options.user_quota == nullptr ? std::make_unique<UserQuota>() : nullptr),
       user_quota_(options.user_quota != nullptr ? *options.user_quota : *own_user_quota_),
@@ -488,6 +489,7 @@ void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const N
   relays_.close(allocation.id);  // with the allocation's peer connections
   for (const PeerConnection& c : allocation.connections) connection_owners_.erase(c.id);
   user_quota_.release(allocation.username);
+  if (allocation.mobility_id != 0) by_mobility_.erase(allocation.mobility_id);
   allocations_.erase(allocation.id);
   // A deleted allocation leaves its timer entry behind until that deadline (up to an hour).
   // Under churn those would pile up, so shed them once they outnumber the live ones: each
@@ -604,16 +606,20 @@ void Server::countCluster(ClusterId cluster, bool to_peer, uint64_t bytes, uint6
   }
 }
 
+uint64_t Server::nextRandom() {
+  // xorshift64*: transaction IDs of Data indications and mobility ids need only be unpredictable
+  // enough not to collide (a MOBILITY-TICKET's MAC is what makes it unforgeable), and the core
+  // draws no system randomness per packet.
+  rng_state_ ^= rng_state_ >> 12;
+  rng_state_ ^= rng_state_ << 25;
+  rng_state_ ^= rng_state_ >> 27;
+  return rng_state_ * 0x2545F4914F6CDD1DULL;
+}
+
 stun::TransactionId Server::nextTransactionId() {
   stun::TransactionId id;
   for (size_t i = 0; i < id.size(); i += 4) {
-    // xorshift64*: transaction IDs of Data indications need only be unpredictable enough not to
-    // collide, and the core draws no system randomness per packet.
-    rng_state_ ^= rng_state_ >> 12;
-    rng_state_ ^= rng_state_ << 25;
-    rng_state_ ^= rng_state_ >> 27;
-    const uint64_t r = rng_state_ * 0x2545F4914F6CDD1DULL;
-    stun::store32(id.data() + i, static_cast<uint32_t>(r >> 32));
+    stun::store32(id.data() + i, static_cast<uint32_t>(nextRandom() >> 32));
   }
   return id;
 }

@@ -18,10 +18,12 @@
 #include "stun/message.h"
 #include "stun/message_builder.h"
 #include "turn/actions.h"
+#include "turn/allocation_move.h"
 #include "turn/allocation_table.h"
 #include "turn/auth_throttle.h"
 #include "turn/authenticator.h"
 #include "turn/channel_offload.h"
+#include "turn/mobility_ticket.h"
 #include "turn/nonce.h"
 #include "turn/relay_allocator.h"
 #include "turn/server_config.h"
@@ -47,9 +49,13 @@ struct PeerPacket {
 class Server {
  public:
   struct Options {
-    std::array<uint8_t, 32> nonce_key{};  // random, drawn by the caller
-    uint64_t seed = 1;                    // for Data indication transaction IDs
-    // The top 8 bits of this core's CONNECTION-IDs (RFC 6062): the daemon's worker index.
+    // Random, drawn by the caller once for the process: every core must take the nonces and
+    // MOBILITY-TICKETs of the others (a client's new address may reach another worker).
+    std::array<uint8_t, 32> nonce_key{};
+    std::array<uint8_t, 32> mobility_key{};
+    uint64_t seed = 1;  // for Data indication transaction IDs and mobility ids
+    // The daemon's worker index: the top 8 bits of this core's CONNECTION-IDs (RFC 6062), and the
+    // owner its MOBILITY-TICKETs name (RFC 8016).
     uint8_t connection_id_prefix = 0;
     // Allocations per username, shared by every core of the process so that admin.user_quota
     // holds per process; not owned, must outlive the Server. Null: this core's own.
@@ -66,6 +72,9 @@ class Server {
   // Takes the sources that use up their authentication failures (source_blocker.h); null: none.
   // Not owned; must outlive the Server or be replaced first.
   void setSourceBlocker(SourceBlocker* blocker) { blocker_ = blocker; }
+  // Reaches the cores of the other workers for RFC 8016 moves (allocation_move.h); null: a
+  // ticket naming another worker is answered 437. Not owned.
+  void setMobilityRouter(MobilityRouter* router) { router_ = router; }
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
@@ -76,6 +85,15 @@ class Server {
   // A datagram from `peer` to the relayed address of `allocation`.
   void onPeerPacket(AllocationId allocation, const TransportAddress& peer, PeerPacket packet,
                     const Now& now, Actions& out);
+
+  // RFC 8016 moves between cores (allocation_move.h). On the core the ticket names: checks the
+  // Refresh (ticket, credentials) against the allocation and gives it up, or answers the client
+  // with the error (in `out`, to the listener of the request) and returns nullopt.
+  std::optional<MovedAllocation> releaseForMove(const MoveRequest& request, const Now& now,
+                                                Actions& out);
+  // On the core of the worker that received the request: adopts the allocation under the
+  // request's 5-tuple and answers the Refresh.
+  void adoptMoved(MovedAllocation moved, const MoveRequest& request, const Now& now, Actions& out);
 
   // Expires allocations, permissions and channels. Call at least once a second.
   void onTick(const Now& now);
@@ -161,6 +179,8 @@ class Server {
   void handleBinding(Request& req);
   void handleAllocate(Request& req);
   void handleRefresh(Request& req);
+  // Refresh of the request's own allocation `a` (or none: 437).
+  void refreshAllocation(Request& req, Allocation* a);
   void handleCreatePermission(Request& req);
   void handleChannelBind(Request& req);
   void handleConnect(Request& req);
@@ -170,6 +190,20 @@ class Server {
   void refuseForCapacity(Request& req);
   void handleSend(const FiveTuple& five_tuple, const stun::MessageView& message, const Now& now,
                   Actions& out);
+
+  // RFC 8016 (handlers/refresh.cc). A Refresh with MOBILITY-TICKET from a 5-tuple without an
+  // allocation: moves the allocation the ticket names here, from this core or another.
+  void moveToThisAddress(Request& req, std::span<const uint8_t> ticket_attr);
+  // Checks the ticket and the request against the allocation it names and takes it out of this
+  // core; nullopt after answering the error.
+  std::optional<MovedAllocation> release(Request& req, const MobilityTicket& ticket);
+  // Puts a moved allocation in under the request's 5-tuple.
+  Allocation& adopt(MovedAllocation moved, Request& req);
+  // The MOBILITY-TICKET naming `a` as it is now.
+  std::string ticketFor(const Allocation& a) const;
+  // Whether an allocation made through `listener` over `protocol` may move (TURN-UDP only).
+  bool mobileTransport(ListenerId listener, TransportProtocol protocol) const;
+  uint64_t nextRandom();
 
   // Long-term credential check (RFC 8489 §9.2.4). Returns false after sending the error
   // response; on success sets req.key. `allocation` is the 5-tuple's allocation, if any.
@@ -246,7 +280,11 @@ class Server {
   SessionObserver* observer_ = nullptr;
   ChannelOffload* offload_ = nullptr;
   SourceBlocker* blocker_ = nullptr;
+  MobilityRouter* router_ = nullptr;
   NonceGenerator nonces_;
+  MobilityTickets tickets_;
+  // RFC 8016: the allocations a MOBILITY-TICKET may name, by mobility id.
+  std::unordered_map<uint64_t, AllocationId> by_mobility_;
   uint64_t rng_state_;
   AuthThrottle auth_throttle_;
   AllocationTable allocations_;

@@ -130,6 +130,8 @@ struct ServerConfig {
   int64_t block_seconds = 60;
   std::vector<IpPrefix> trusted_sources;
   bool trusted(const IpAddress& ip) const;
+  // RFC 8016 mobility (admin.mobility): MOBILITY-TICKETs for TURN-UDP allocations.
+  bool mobility = false;
   std::vector<ListenerPolicy> listeners;
   // Names of the clusters by ClusterId (index 0 unused), for the metrics.
   std::vector<std::string> cluster_names;

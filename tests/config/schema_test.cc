@@ -288,7 +288,8 @@ StunnerConfig fullyPopulatedConfig() {
                                      .relay_kbps = 14,
                                      .cpu_percent = 15,
                                      .resume_percent = 16},
-                .region = "eu-central"},
+                .region = "eu-central",
+                .mobility = true},
       .auth = {.type = "ephemeral",
                .realm = "full.example.org",
                .credentials = {{"username", "u"},
@@ -343,11 +344,11 @@ TEST(ConfigSchema, TheFullyPopulatedConfigSetsEveryMember) {
   const auto& [version, admin, auth, listeners, clusters] = config;
   EXPECT_TRUE(isSet(version) && isSet(listeners) && isSet(clusters));
   const auto& [name, loglevel, metrics_endpoint, healthcheck_endpoint, user_quota, offload_engine,
-               offload_interfaces, license_config, limits, capacity, region] = admin;
+               offload_interfaces, license_config, limits, capacity, region, mobility] = admin;
   EXPECT_TRUE(isSet(name) && isSet(loglevel) && isSet(metrics_endpoint) &&
               isSet(healthcheck_endpoint) && isSet(user_quota) && isSet(offload_engine) &&
               isSet(offload_interfaces) && isSet(license_config) && isSet(limits) &&
-              isSet(capacity) && isSet(region));
+              isSet(capacity) && isSet(region) && isSet(mobility));
   const auto& [license_key, hmac] = *license_config;
   EXPECT_TRUE(isSet(license_key) && isSet(hmac));
   const auto& [max_allocations, allocation_kbps, listener_kbps, auth_failures, auth_failure_window,

@@ -139,6 +139,24 @@ class FakeRelays : public RelayAllocator {
     if (it != open_.end() && it->second.id == id) open_.erase(it);
     std::erase_if(connections_, [id](const auto& c) { return c.second.allocation == id; });
   }
+  // RFC 8016 moves within the one core the fuzzer drives: the relay keeps its addresses.
+  struct Handle : RelayHandle {
+    Open open;
+  };
+  std::unique_ptr<RelayHandle> detach(AllocationId id) override {
+    const auto it = open_.find(id.index);
+    FUZZ_CHECK(it != open_.end() && it->second.id == id && !it->second.tcp);
+    auto handle = std::make_unique<Handle>();
+    handle->open = it->second;
+    open_.erase(it);
+    return handle;
+  }
+  void attach(AllocationId id, std::unique_ptr<RelayHandle> relay) override {
+    auto* handle = dynamic_cast<Handle*>(relay.get());
+    FUZZ_CHECK(handle != nullptr && !open_.contains(id.index));
+    handle->open.id = id;
+    open_[id.index] = handle->open;
+  }
   void closeFamily(AllocationId id, AddressFamily family) override {
     const auto it = open_.find(id.index);
     FUZZ_CHECK(it != open_.end() && it->second.id == id && it->second.additional);

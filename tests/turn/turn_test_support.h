@@ -53,6 +53,27 @@ class FakeRelays : public RelayAllocator {
   void closeFamily(AllocationId id, AddressFamily family) override {
     closed_families.push_back({id, family});
   }
+  // RFC 8016: the relay travels with its address; `moves` records (from, to).
+  struct Handle : RelayHandle {
+    AllocationId from;
+    TransportAddress relayed;
+  };
+  std::unique_ptr<RelayHandle> detach(AllocationId id) override {
+    const auto it = open_relays.find(id.index);
+    if (it == open_relays.end()) return nullptr;
+    auto handle = std::make_unique<Handle>();
+    handle->from = id;
+    handle->relayed = it->second;
+    open_relays.erase(it);
+    return handle;
+  }
+  void attach(AllocationId id, std::unique_ptr<RelayHandle> relay) override {
+    auto* handle = dynamic_cast<Handle*>(relay.get());
+    if (handle == nullptr) return;
+    open_relays[id.index] = handle->relayed;
+    moves.push_back({handle->from, id});
+  }
+  std::vector<std::pair<AllocationId, AllocationId>> moves;
   bool connectPeer(AllocationId allocation, ConnectionId id,
                    const TransportAddress& peer) override {
     if (refuse_connect) return false;

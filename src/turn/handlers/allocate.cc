@@ -9,7 +9,9 @@
 namespace kturn::turn {
 namespace {
 
-void addSuccessAttributes(stun::MessageBuilder& b, const Allocation& a, Seconds lifetime) {
+// `ticket`: the MOBILITY-TICKET of a mobile allocation (RFC 8016 §3.1), else empty.
+void addSuccessAttributes(stun::MessageBuilder& b, const Allocation& a, Seconds lifetime,
+                          std::string_view ticket) {
   b.addXorAddress(
       stun::attr::kXorRelayedAddress,
       a.relayed_public_ip ? TransportAddress{*a.relayed_public_ip, a.relayed.port} : a.relayed);
@@ -34,6 +36,7 @@ void addSuccessAttributes(stun::MessageBuilder& b, const Allocation& a, Seconds 
     b.add(stun::attr::kReservationToken, token);
   }
   b.addXorAddress(stun::attr::kXorMappedAddress, a.five_tuple.client);
+  if (!ticket.empty()) b.addString(stun::attr::kMobilityTicket, ticket);
 }
 
 }  // namespace
@@ -78,14 +81,24 @@ void Server::handleAllocate(Request& req) {
     if (std::equal(existing->allocate_transaction.begin(), existing->allocate_transaction.end(),
                    m.transactionId().begin())) {
       const auto remaining = std::chrono::duration_cast<Seconds>(existing->expires - req.now.mono);
+      const std::string ticket = existing->mobility_id != 0 ? ticketFor(*existing) : "";
       respond(req, stun::MessageClass::kSuccessResponse, [&](stun::MessageBuilder& b) {
-        addSuccessAttributes(b, *existing, std::max(remaining, Seconds(0)));
+        addSuccessAttributes(b, *existing, std::max(remaining, Seconds(0)), ticket);
       });
     } else {
       respondError(req, stun::error::kAllocationMismatch);
     }
     return;
   }
+
+  // RFC 8016 §3.1: a client asks for mobility with an empty MOBILITY-TICKET. Refused with 405
+  // when mobility is off, as coturn does; granted (a ticket in the answer) for TURN-UDP.
+  const auto mobility_attr = m.value(stun::attr::kMobilityTicket);
+  if (mobility_attr && !config_->mobility) {
+    ++cur_->mobility_refused;
+    return respondError(req, stun::error::kMobilityForbidden);
+  }
+  if (mobility_attr && !mobility_attr->empty()) return respondError(req, stun::error::kBadRequest);
 
   const auto transport_attr = m.value(stun::attr::kRequestedTransport);
   const auto transport =
@@ -208,9 +221,17 @@ void Server::handleAllocate(Request& req) {
   a.oauth = req.oauth;
   rearm(a);
   ++cur_->allocations_created;
+  std::string ticket;
+  if (mobility_attr && !tcp && mobileTransport(req.listener, req.five_tuple.protocol)) {
+    do {
+      a.mobility_id = nextRandom();
+    } while (a.mobility_id == 0 || by_mobility_.contains(a.mobility_id));
+    by_mobility_[a.mobility_id] = a.id;
+    ticket = ticketFor(a);
+  }
 
   respond(req, stun::MessageClass::kSuccessResponse,
-          [&](stun::MessageBuilder& b) { addSuccessAttributes(b, a, lifetime); });
+          [&](stun::MessageBuilder& b) { addSuccessAttributes(b, a, lifetime, ticket); });
 }
 
 }  // namespace kturn::turn

@@ -67,9 +67,9 @@ Result<void> readBool(const Json& v, const Path& path, bool& out) {
   }
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
-    for (const auto& [text, value] : {std::pair{"true", true}, std::pair{"True", true},
-                                      std::pair{"TRUE", true}, std::pair{"false", false},
-                                      std::pair{"False", false}, std::pair{"FALSE", false}}) {
+    for (const auto& [text, value] :
+         {std::pair{"true", true}, std::pair{"True", true}, std::pair{"TRUE", true},
+          std::pair{"false", false}, std::pair{"False", false}, std::pair{"FALSE", false}}) {
       if (s == text) {
         out = value;
         return {};

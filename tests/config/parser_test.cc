@@ -195,6 +195,21 @@ TEST(ParseConfig, AdminFields) {
   EXPECT_EQ(c->admin.license_config->hmac, "h");
 }
 
+TEST(ParseConfig, MobilityIsABooleanInYamlOrJson) {
+  auto yaml = parse(std::string(kMinimalYaml) + "admin:\n  mobility: true\n");
+  ASSERT_TRUE(yaml) << yaml.error().message;
+  EXPECT_TRUE(yaml->admin.mobility);
+  auto off = parse(std::string(kMinimalYaml) + "admin:\n  mobility: False\n");
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_FALSE(off->admin.mobility);
+  EXPECT_FALSE(parse(kMinimalYaml)->admin.mobility);
+  for (const char* bad : {"yes", "1", "\"on\"", "[true]"}) {
+    auto c = parse(std::string(kMinimalYaml) + "admin:\n  mobility: " + bad + "\n");
+    ASSERT_FALSE(c) << bad;
+    EXPECT_NE(c.error().message.find("admin.mobility"), std::string::npos) << c.error().message;
+  }
+}
+
 TEST(ParseConfig, AuthTypeAliases) {
   const std::pair<std::string_view, AuthType> cases[] = {
       {"static", AuthType::kStatic},          {"plaintext", AuthType::kStatic},

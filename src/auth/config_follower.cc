@@ -5,8 +5,8 @@
 #include "cds/cds_client.h"
 #include "cds/cds_list_client.h"
 #include "cds/origin.h"
-#include "daemon/config_source.h"
-#include "daemon/file_watcher.h"
+#include "config/config_source.h"
+#include "net/file_watcher.h"
 
 namespace kturn::auth {
 
@@ -16,7 +16,7 @@ ConfigFollower::ConfigFollower(ConfigFollowerOptions options, ConfigHolder& hold
 ConfigFollower::~ConfigFollower() { stop(); }
 
 Result<void> ConfigFollower::reload() {
-  auto loaded = daemon::loadConfig(options_.origin);
+  auto loaded = config::loadConfig(options_.origin);
   if (!loaded) return loaded.error();
   spdlog::info("config loaded from {} (auth: {}, {} listeners)", loaded->description,
                loaded->config.auth.type, loaded->config.listeners.size());
@@ -73,10 +73,10 @@ Result<void> ConfigFollower::start() {
   }
   if (cds::isCdsOrigin(options_.origin)) return options_.id.empty() ? watchAll() : watchOne();
   if (auto loaded = reload(); !loaded) return loaded;
-  if (!daemon::isReloadable(options_.origin)) return {};
+  if (!config::isReloadable(options_.origin)) return {};
   const std::string path =
       options_.origin.rfind("file://", 0) == 0 ? options_.origin.substr(7) : options_.origin;
-  watcher_ = std::make_unique<daemon::FileWatcher>(path, [this] {
+  watcher_ = std::make_unique<net::FileWatcher>(path, [this] {
     if (auto loaded = reload(); !loaded) {
       spdlog::error("config reload failed, keeping the previous config: {}",
                     loaded.error().message);

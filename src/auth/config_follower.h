@@ -1,6 +1,6 @@
 // ConfigFollower: keeps a ConfigHolder on the current dataplane configs of kturn-auth's origin:
 //   file://PATH or PATH   one config, loaded at start (an error fails the start), then re-read
-//                         whenever the file changes (inotify, daemon/file_watcher.h); a config
+//                         whenever the file changes (inotify, net/file_watcher.h); a config
 //                         that does not load is logged and the previous one kept
 //   http(s)://, ws(s)://  a CDS server. With `id` ("namespace/name"): the config of that one
 //                         gateway (cds/cds_client.h). Without: every config the server holds,
@@ -20,7 +20,7 @@ namespace kturn::cds {
 class CdsClient;
 class CdsListClient;
 }  // namespace kturn::cds
-namespace kturn::daemon {
+namespace kturn::net {
 class FileWatcher;
 }
 
@@ -52,7 +52,7 @@ class ConfigFollower {
 
   ConfigFollowerOptions options_;
   ConfigHolder& holder_;
-  std::unique_ptr<daemon::FileWatcher> watcher_;
+  std::unique_ptr<net::FileWatcher> watcher_;
   std::unique_ptr<cds::CdsClient> cds_;
   std::unique_ptr<cds::CdsListClient> cds_list_;
 };

@@ -13,7 +13,7 @@
 #include "cds/url_util.h"
 #include "cli/exit_codes.h"
 #include "cli/http_get.h"
-#include "daemon/config_source.h"
+#include "config/config_source.h"
 #include "k8s/yaml_writer.h"
 
 namespace kturn::cli {
@@ -51,7 +51,7 @@ struct Answer {
 Result<config::StunnerConfig> loadConfig(const AuthCommand& command, const std::string& origin,
                                          bool& usage_error) {
   if (!cds::isCdsOrigin(origin)) {
-    auto loaded = daemon::loadConfig(origin);
+    auto loaded = config::loadConfig(origin);
     if (!loaded) return loaded.error();
     return std::move(loaded->config);
   }
@@ -112,7 +112,7 @@ int runLocal(const AuthCommand& command, std::ostream& out, std::ostream& err) {
   if (origin.empty()) {
     return usage(err, "give a config origin (-c, or $STUNNER_CONFIG_ORIGIN) or --auth-server");
   }
-  origin = daemon::normalizeOrigin(origin);
+  origin = config::normalizeOrigin(origin);
   bool usage_error = false;
   auto config = loadConfig(command, origin, usage_error);
   if (!config) {

@@ -123,7 +123,7 @@ Result<void> Daemon::start() {
   if (cds::isCdsOrigin(options_.origin)) {
     if (auto started = startCds(); !started) return started;
   } else {
-    auto loaded = loadConfig(options_.origin);
+    auto loaded = config::loadConfig(options_.origin);
     if (!loaded) return loaded.error();
     if (loaded->config.listeners.empty() && !options_.watch) {
       return makeError(Error::Code::kInvalidArgument,
@@ -135,10 +135,10 @@ Result<void> Daemon::start() {
     if (auto admin = reconcileAdmin(loaded->config.admin); !admin) return admin;
     if (auto applied = apply(std::move(*loaded)); !applied) return applied;
   }
-  if (options_.watch && isReloadable(options_.origin)) {
+  if (options_.watch && config::isReloadable(options_.origin)) {
     const std::string path =
         options_.origin.rfind("file://", 0) == 0 ? options_.origin.substr(7) : options_.origin;
-    watcher_ = std::make_unique<FileWatcher>(path, [this] { reloadAndLog(); });
+    watcher_ = std::make_unique<net::FileWatcher>(path, [this] { reloadAndLog(); });
     if (auto watching = watcher_->start(); !watching) return watching;
     spdlog::info("watching {} for changes", path);
   }
@@ -164,7 +164,7 @@ Result<void> Daemon::startCds() {
   if (!options_.watch) {
     auto config = cds_->get();
     if (!config) return makeError(config.error().code, description + ": " + config.error().message);
-    return apply(LoadedConfig{std::move(*config), description});
+    return apply(config::LoadedConfig{std::move(*config), description});
   }
   // Like stunnerd -w: serve the admin endpoints (not ready) until the first config arrives,
   // then apply every config the server pushes. While the server is away the running config stays.
@@ -177,7 +177,7 @@ Result<void> Daemon::startCds() {
   callbacks.on_config = [this, description, failing](config::StunnerConfig config) {
     *failing = false;
     std::lock_guard reloading(reload_mutex_);
-    if (auto applied = apply(LoadedConfig{std::move(config), description}); !applied) {
+    if (auto applied = apply(config::LoadedConfig{std::move(config), description}); !applied) {
       spdlog::error("config rejected, keeping the running one: {}", applied.error().message);
     }
   };
@@ -191,7 +191,7 @@ Result<void> Daemon::startCds() {
   return cds_->watch(std::move(callbacks));
 }
 
-LoadedConfig Daemon::loaded() const {
+config::LoadedConfig Daemon::loaded() const {
   std::lock_guard lock(mutex_);
   return loaded_;
 }
@@ -420,14 +420,15 @@ void Daemon::stop() {
 
 Result<void> Daemon::reload() {
   std::lock_guard reloading(reload_mutex_);
-  Result<LoadedConfig> loaded = makeError(Error::Code::kUnsupported, "");
+  Result<config::LoadedConfig> loaded = makeError(Error::Code::kUnsupported, "");
   if (cds_) {
     auto config = cds_->get();
     if (!config)
       return makeError(config.error().code, "config discovery: " + config.error().message);
-    loaded = LoadedConfig{std::move(*config), "CDS " + options_.origin + " " + options_.cds_id};
-  } else if (isReloadable(options_.origin)) {
-    loaded = loadConfig(options_.origin);
+    loaded =
+        config::LoadedConfig{std::move(*config), "CDS " + options_.origin + " " + options_.cds_id};
+  } else if (config::isReloadable(options_.origin)) {
+    loaded = config::loadConfig(options_.origin);
   } else {
     return makeError(Error::Code::kUnsupported,
                      "the config origin is neither a file nor a CDS server; nothing to reload");
@@ -442,7 +443,7 @@ void Daemon::reloadAndLog() {
   }
 }
 
-Result<void> Daemon::apply(LoadedConfig loaded) {
+Result<void> Daemon::apply(config::LoadedConfig loaded) {
   if (auto valid = config::validate(loaded.config); !valid) {
     return makeError(valid.error().code, loaded.description + ": " + valid.error().message);
   }

@@ -18,13 +18,13 @@
 #include "admin/capacity_gate.h"
 #include "admin/health_state.h"
 #include "cds/cds_client.h"
-#include "daemon/config_source.h"
+#include "config/config_source.h"
 #include "daemon/dataplane_builder.h"
-#include "daemon/file_watcher.h"
 #include "daemon/offload_manager.h"
 #include "daemon/reservation_pool.h"
 #include "daemon/shared_relay_ports.h"
 #include "daemon/worker.h"
+#include "net/file_watcher.h"
 
 namespace kturn::daemon {
 
@@ -97,7 +97,7 @@ class Daemon {
   // Sums the workers' counters (each read on its own thread).
   WorkerStats collectStats();
   // The running config (a copy: a CDS push may replace it at any time).
-  LoadedConfig loaded() const;
+  config::LoadedConfig loaded() const;
   admin::HealthStatus health() const { return health_.status(); }
   // The health server's bound port (0 when off), for tests that ask for an ephemeral one.
   uint16_t healthPort() const { return health_server_ ? health_server_->port() : 0; }
@@ -105,7 +105,7 @@ class Daemon {
  private:
   // Validates `loaded` against what is running and applies it: listeners added or removed
   // (only those), everything else swapped in place. On error nothing changes.
-  Result<void> apply(LoadedConfig loaded);
+  Result<void> apply(config::LoadedConfig loaded);
   Result<void> startCds();
   void reloadAndLog();  // SIGHUP and the file watcher
   // (Re)starts the admin servers if `admin`'s endpoints differ from the running ones.
@@ -122,7 +122,7 @@ class Daemon {
   void sampleCapacity();
 
   Options options_;
-  LoadedConfig loaded_;
+  config::LoadedConfig loaded_;
   DataplaneBuilder builder_;
   DnsCache dns_;  // guarded by mutex_
   DataplanePtr dataplane_;
@@ -147,7 +147,7 @@ class Daemon {
   std::string metrics_endpoint_;
   std::unique_ptr<cds::CdsClient> cds_;
 
-  std::unique_ptr<FileWatcher> watcher_;
+  std::unique_ptr<net::FileWatcher> watcher_;
   std::mutex reload_mutex_;  // one apply() at a time (SIGHUP, file watcher, CDS)
   // loaded_, builder_, dns_ and dataplane_: the control path, never the data path.
   mutable std::mutex mutex_;

@@ -12,8 +12,8 @@ chart-all-features.yaml). Then:
   * references resolve: Deployment selectors match their pod labels, Services select a pod and
     their targetPorts exist on its containers, ServiceAccounts, Roles and binding subjects exist,
     probes name real ports, images are pinned;
-  * container args are flags the binaries define (src/operator/operator_main.cc,
-    src/auth/kturn_auth_main.cc, src/daemon/command_line.cc), and the addresses agree (the CDS
+  * container args are flags the binaries define (src/bin/operator_main.cc,
+    src/bin/kturn_auth_main.cc, src/daemon/command_line.cc), and the addresses agree (the CDS
     Service, its port, the Lease name and namespace);
   * RBAC is exactly what the operator's code does, derived from the sources: the kinds it
     watches (WatchedCluster::kinds()), the objects it applies and deletes (the renderers'
@@ -510,8 +510,8 @@ class BinariesTest(unittest.TestCase):
 
     def test_args_are_real_flags(self):
         binaries = {
-            f"{RELEASE}-operator": "src/operator/operator_main.cc",
-            f"{RELEASE}-auth": "src/auth/kturn_auth_main.cc",
+            f"{RELEASE}-operator": "src/bin/operator_main.cc",
+            f"{RELEASE}-auth": "src/bin/kturn_auth_main.cc",
         }
         for case, objects in RENDERS.items():
             for name, main in binaries.items():
@@ -722,7 +722,7 @@ class RbacTest(unittest.TestCase):
         self.assertEqual(discovery.count("ApiClient::create"), 1)
         self.assertIn("ApiClient::create", function_body(
             "src/k8s/discovery_flags.cc", r"Result<std::string> discoverConfigDiscoveryServer\("))
-        for path in ("src/daemon/kturnd_main.cc", "src/auth/kturn_auth_main.cc"):
+        for path in ("src/bin/kturnd_main.cc", "src/bin/kturn_auth_main.cc"):
             self.assertEqual(read(path).count("discoverConfigDiscoveryServer("), 1, path)
         for objects in RENDERS.values():
             dataplane = one(objects, "Dataplane", "default")["spec"]

@@ -46,7 +46,7 @@ from operator_test import cp  # noqa: E402  (tests/support/control_plane.py)
 
 REPO = op.REPO
 CHART = os.path.join(REPO, "deploy", "helm", "kturn")
-LEASE_DURATION = 15  # seconds: the operator's default (src/operator/operator_main.cc)
+LEASE_DURATION = 15  # seconds: the operator's default (src/bin/operator_main.cc)
 RETRY_PERIOD = 2
 
 

@@ -1,4 +1,4 @@
-#include "daemon/config_source.h"
+#include "config/config_source.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace kturn::daemon {
+namespace kturn::config {
 namespace {
 
 class TempFile {
@@ -88,4 +88,4 @@ TEST(ConfigSource, BareHostPortIsADiscoveryServer) {
 }
 
 }  // namespace
-}  // namespace kturn::daemon
+}  // namespace kturn::config

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     spdlog::info("-c k8s: config discovery server {}", *found);
     origin = *found;
   }
-  origin = kturn::daemon::normalizeOrigin(origin);
+  origin = kturn::config::normalizeOrigin(origin);
 
   // Workers inherit this mask; the main thread takes the signals with sigwait().
   kturn::signals::blockTermination(/*with_hangup=*/true);
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", started.error().message);
     return 1;
   }
-  const kturn::daemon::LoadedConfig loaded = daemon.loaded();
+  const kturn::config::LoadedConfig loaded = daemon.loaded();
   if (loaded.description.empty()) {
     spdlog::info("kturnd started; not ready until the first config arrives");
   } else {

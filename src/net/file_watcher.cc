@@ -1,4 +1,4 @@
-#include "daemon/file_watcher.h"
+#include "net/file_watcher.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-namespace kturn::daemon {
+namespace kturn::net {
 
 FileWatcher::FileWatcher(std::string path, std::function<void()> on_change,
                          std::chrono::milliseconds debounce)
@@ -69,4 +69,4 @@ void FileWatcher::run() {
   }
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::net

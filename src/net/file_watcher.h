@@ -10,7 +10,7 @@
 #include "kturn/result.h"
 #include "net/file_descriptor.h"
 
-namespace kturn::daemon {
+namespace kturn::net {
 
 class FileWatcher {
  public:
@@ -37,4 +37,4 @@ class FileWatcher {
   std::thread thread_;
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::net

@@ -11,7 +11,7 @@
 #include "config/stunner_config.h"
 #include "kturn/result.h"
 
-namespace kturn::daemon {
+namespace kturn::config {
 
 struct LoadedConfig {
   config::StunnerConfig config;
@@ -30,4 +30,4 @@ std::string normalizeOrigin(const std::string& origin);
 // Whether `origin` is a file that can be re-read on SIGHUP.
 bool isReloadable(const std::string& origin);
 
-}  // namespace kturn::daemon
+}  // namespace kturn::config

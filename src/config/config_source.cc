@@ -1,4 +1,4 @@
-#include "daemon/config_source.h"
+#include "config/config_source.h"
 
 #include <cctype>
 #include <fstream>
@@ -9,7 +9,7 @@
 #include "config/parser.h"
 #include "config/validator.h"
 
-namespace kturn::daemon {
+namespace kturn::config {
 namespace {
 
 bool startsWith(const std::string& s, std::string_view prefix) {
@@ -74,4 +74,4 @@ Result<LoadedConfig> loadConfig(const std::string& origin) {
   return loaded;
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::config

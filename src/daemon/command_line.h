@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/session_log.h"
 #include "k8s/discovery_flags.h"
+#include "worker/session_log.h"
 
 namespace CLI {
 class App;
@@ -45,7 +45,7 @@ struct CommandLine {
   bool dry_run = false;
   std::string admin_address{};      // --admin-address, $KTURN_ADMIN_ADDRESS
   std::string status_token_file{};  // --status-token-file, $KTURN_STATUS_TOKEN_FILE
-  SessionLogOptions session_log{};
+  worker::SessionLogOptions session_log{};
   // -c k8s: stunnerd's CDS server discovery and Kubernetes client flags.
   k8s::DiscoveryFlags discovery{};
 

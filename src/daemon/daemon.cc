@@ -29,7 +29,7 @@ constexpr uint32_t kSharedRelayAddresses = KTURN_RELAY_LOOKUP_DEFAULT_PORTS;
 // Whether a listener needs new sockets: another bind address, or another transport (TCP and TLS are
 // both TCP sockets, but a plain connection cannot become a TLS one). A new certificate alone
 // does not: the running listener takes the new context.
-bool movedOrChanged(const ListenerSpec& before, const ListenerSpec& now) {
+bool movedOrChanged(const worker::ListenerSpec& before, const worker::ListenerSpec& now) {
   return before.bind != now.bind || before.protocol != now.protocol ||
          (before.tls == nullptr) != (now.tls == nullptr);
 }
@@ -77,15 +77,15 @@ Daemon::~Daemon() { stop(); }
 Result<void> Daemon::start() {
   health_.setForceReady(options_.force_ready);
   // Workers start with no listener; apply() hands each its sockets.
-  auto empty = std::make_shared<Dataplane>();
+  auto empty = std::make_shared<worker::ConfigSnapshot>();
   empty->turn = std::make_shared<turn::ServerConfig>();
   dataplane_ = empty;
   if (options_.shared_relay_sockets) {
     // The workers send from the relayed addresses through raw sockets: see that one opens
     // before the lookup is attached, so that /status never says shared where workers cannot.
     auto raw = net::RawUdpSender::open(1);
-    auto opened = raw ? SharedRelayPorts::open(kSharedRelayAddresses)
-                      : Result<std::unique_ptr<SharedRelayPorts>>(raw.error());
+    auto opened = raw ? worker::SharedRelayPorts::open(kSharedRelayAddresses)
+                      : Result<std::unique_ptr<worker::SharedRelayPorts>>(raw.error());
     if (opened) {
       shared_relays_ = std::move(*opened);
       reservations_.setOnExpired(
@@ -105,7 +105,7 @@ Result<void> Daemon::start() {
   crypto::randomBytes(nonce_key);
   crypto::randomBytes(mobility_key);
   for (size_t i = 0; i < options_.workers; ++i) {
-    Worker::Options wo;
+    worker::Worker::Options wo;
     wo.nonce_key = nonce_key;
     wo.mobility_key = mobility_key;
     wo.shared_relays = shared_relays_.get();
@@ -113,9 +113,9 @@ Result<void> Daemon::start() {
     wo.session_log = options_.session_log;
     wo.udp_segmentation = options_.udp_segmentation;
     wo.user_quota = &user_quota_;
-    workers_.push_back(std::make_unique<Worker>(wo, dataplane_, reservations_));
+    workers_.push_back(std::make_unique<worker::Worker>(wo, dataplane_, reservations_));
   }
-  std::vector<Worker*> siblings;
+  std::vector<worker::Worker*> siblings;
   for (auto& w : workers_) siblings.push_back(w.get());
   for (auto& w : workers_) w->setSiblings(siblings);
   for (auto& w : workers_) w->start();
@@ -215,7 +215,7 @@ Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
   metrics_endpoint_ = a.metrics_endpoint;
 
   auto collect = [this] {
-    const WorkerStats stats = collectStats();
+    const worker::WorkerStats stats = collectStats();
     std::lock_guard lock(mutex_);
     return buildMetrics(stats, *dataplane_, capacity_.report());
   };
@@ -290,7 +290,7 @@ void Daemon::stopAdmin() {
 }
 
 nlohmann::json Daemon::statusDocument() {
-  const WorkerStats stats = collectStats();
+  const worker::WorkerStats stats = collectStats();
   std::lock_guard lock(mutex_);
   admin::StatusDocument doc;
   const auto config_json = nlohmann::json::parse(config::toJson(loaded_.config));
@@ -302,9 +302,9 @@ nlohmann::json Daemon::statusDocument() {
   const auto& listeners = config_json.value("listeners", nlohmann::json::array());
   for (const auto& l : listeners) {
     admin::TrafficStats traffic;
-    for (const ListenerSpec& spec : dataplane_->listeners) {
+    for (const worker::ListenerSpec& spec : dataplane_->listeners) {
       if (spec.name != l.value("name", "") || spec.id >= stats.traffic.size()) continue;
-      const ListenerTraffic& t = stats.traffic[spec.id];
+      const worker::ListenerTraffic& t = stats.traffic[spec.id];
       traffic.rx = {t.rx_packets, t.rx_bytes, 0};
       traffic.tx = {t.tx_packets, t.tx_bytes, 0};
     }
@@ -462,26 +462,27 @@ Result<void> Daemon::apply(config::LoadedConfig loaded) {
   auto built = builder_.build(loaded.config, dns_);
   if (!built)
     return makeError(built.error().code, loaded.description + ": " + built.error().message);
-  const DataplanePtr next = *built;
+  const worker::ConfigSnapshotPtr next = *built;
 
   // The listener diff, by id (stable per name): a listener whose address changed is closed and
   // opened again; one whose address stayed keeps its sockets and its allocations.
   std::vector<turn::ListenerId> removed;
-  std::vector<const ListenerSpec*> added;
-  auto find = [](const Dataplane& d, turn::ListenerId id) -> const ListenerSpec* {
-    for (const ListenerSpec& l : d.listeners) {
+  std::vector<const worker::ListenerSpec*> added;
+  auto find = [](const worker::ConfigSnapshot& d,
+                 turn::ListenerId id) -> const worker::ListenerSpec* {
+    for (const worker::ListenerSpec& l : d.listeners) {
       if (l.id == id) return &l;
     }
     return nullptr;
   };
-  for (const ListenerSpec& old : dataplane_->listeners) {
-    const ListenerSpec* now = find(*next, old.id);
+  for (const worker::ListenerSpec& old : dataplane_->listeners) {
+    const worker::ListenerSpec* now = find(*next, old.id);
     if (now == nullptr || movedOrChanged(old, *now)) {
       removed.push_back(old.id);
     }
   }
-  for (const ListenerSpec& l : next->listeners) {
-    const ListenerSpec* before = find(*dataplane_, l.id);
+  for (const worker::ListenerSpec& l : next->listeners) {
+    const worker::ListenerSpec* before = find(*dataplane_, l.id);
     if (before == nullptr || movedOrChanged(*before, l)) {
       added.push_back(&l);
     }
@@ -490,11 +491,11 @@ Result<void> Daemon::apply(config::LoadedConfig loaded) {
   // The sockets of a moved listener's old address are still open here, so moving a listener
   // to a port it shares with another (SO_REUSEPORT) works, and moving onto a port some other
   // process holds fails cleanly.
-  std::vector<std::vector<Worker::BoundListener>> bound(workers_.size());
+  std::vector<std::vector<worker::Worker::BoundListener>> bound(workers_.size());
   for (size_t w = 0; w < workers_.size(); ++w) {
-    for (const ListenerSpec* spec : added) {
-      auto socket =
-          Worker::bindListener(*spec, Worker::Options{}.socket_buffer, options_.udp_segmentation);
+    for (const worker::ListenerSpec* spec : added) {
+      auto socket = worker::Worker::bindListener(*spec, worker::Worker::Options{}.socket_buffer,
+                                                 options_.udp_segmentation);
       if (!socket) {
         return makeError(socket.error().code, loaded.description + ": " + socket.error().message);
       }
@@ -505,11 +506,11 @@ Result<void> Daemon::apply(config::LoadedConfig loaded) {
     workers_[w]->reconfigure(next, std::move(bound[w]), removed);
   }
   for (turn::ListenerId id : removed) {
-    for (const ListenerSpec& old : dataplane_->listeners) {
+    for (const worker::ListenerSpec& old : dataplane_->listeners) {
       if (old.id == id) spdlog::info("listener {} on {} closed", old.name, old.bind.toString());
     }
   }
-  for (const ListenerSpec* l : added) {
+  for (const worker::ListenerSpec* l : added) {
     const bool tcp = l->protocol == TransportProtocol::kTcp;
     const std::string relay =
         l->relay_ip.isUnspecified() || l->relay_ip == l->bind.ip
@@ -597,7 +598,7 @@ void Daemon::capacityLoop() {
 }
 
 void Daemon::sampleCapacity() {
-  const WorkerStats stats = collectStats();
+  const worker::WorkerStats stats = collectStats();
   const bool over = capacity_.update(
       {.at = std::chrono::steady_clock::now(),
        .allocations = stats.allocations,
@@ -616,14 +617,14 @@ void Daemon::sampleCapacity() {
       show(r.cpu_percent), over ? 503 : 200);
 }
 
-WorkerStats Daemon::collectStats() {
-  WorkerStats total;
+worker::WorkerStats Daemon::collectStats() {
+  worker::WorkerStats total;
   for (auto& w : workers_) {
-    std::promise<WorkerStats> p;
+    std::promise<worker::WorkerStats> p;
     auto f = p.get_future();
-    w->collectStats([&p](const WorkerStats& s) { p.set_value(s); });
+    w->collectStats([&p](const worker::WorkerStats& s) { p.set_value(s); });
     if (f.wait_for(std::chrono::seconds(2)) != std::future_status::ready) continue;
-    const WorkerStats s = f.get();
+    const worker::WorkerStats s = f.get();
     total.turn += s.turn;
     if (total.turn_by_listener.size() < s.turn_by_listener.size()) {
       total.turn_by_listener.resize(s.turn_by_listener.size());

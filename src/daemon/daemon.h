@@ -21,10 +21,10 @@
 #include "config/config_source.h"
 #include "daemon/dataplane_builder.h"
 #include "daemon/offload_manager.h"
-#include "daemon/reservation_pool.h"
-#include "daemon/shared_relay_ports.h"
-#include "daemon/worker.h"
 #include "net/file_watcher.h"
+#include "worker/reservation_pool.h"
+#include "worker/shared_relay_ports.h"
+#include "worker/worker.h"
 
 namespace kturn::daemon {
 
@@ -65,7 +65,7 @@ class Daemon {
     // stunnerd's -w: reload a file config when it changes; with a CDS origin, start without a
     // config (not ready) and apply every config the server pushes.
     bool watch = false;
-    SessionLogOptions session_log;
+    worker::SessionLogOptions session_log;
     bool udp_segmentation = true;  // Worker::Options::udp_segmentation
     // --relay-sockets shared: relay ports without a socket each (SharedRelayPorts), where the
     // kernel and the privileges allow it; otherwise (logged once) a socket per allocation.
@@ -95,7 +95,7 @@ class Daemon {
   Result<void> reload();
 
   // Sums the workers' counters (each read on its own thread).
-  WorkerStats collectStats();
+  worker::WorkerStats collectStats();
   // The running config (a copy: a CDS push may replace it at any time).
   config::LoadedConfig loaded() const;
   admin::HealthStatus health() const { return health_.status(); }
@@ -125,15 +125,15 @@ class Daemon {
   config::LoadedConfig loaded_;
   DataplaneBuilder builder_;
   DnsCache dns_;  // guarded by mutex_
-  DataplanePtr dataplane_;
+  worker::ConfigSnapshotPtr dataplane_;
   // Shared relay sockets, when on: before reservations_ and workers_, which release into it.
-  std::unique_ptr<SharedRelayPorts> shared_relays_;
-  ReservationPool reservations_;
+  std::unique_ptr<worker::SharedRelayPorts> shared_relays_;
+  worker::ReservationPool reservations_;
   turn::UserQuota user_quota_;  // shared by the workers' TURN cores
   // The eBPF fast path; before workers_, whose channel offloaders write its maps until they go.
   OffloadManager offload_;  // guarded by mutex_
   xdp::OffloadMaps* offload_maps_ = nullptr;
-  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::unique_ptr<worker::Worker>> workers_;
   admin::HealthState health_;
   admin::CapacityGate capacity_{admin::availableCpus()};
   std::unique_ptr<admin::AdminServer> health_server_;

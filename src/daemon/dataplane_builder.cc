@@ -67,8 +67,8 @@ std::vector<std::string> DataplaneBuilder::dnsHosts(const config::StunnerConfig&
   return hosts;
 }
 
-Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config,
-                                             const DnsCache& dns) {
+Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(const config::StunnerConfig& config,
+                                                          const DnsCache& dns) {
   auto turn_config = std::make_shared<turn::ServerConfig>();
   switch (config.auth.authType()) {
     case config::AuthType::kStatic:
@@ -130,7 +130,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   turn_config->lifetimes.permission = permission_lifetime_;
   turn_config->lifetimes.channel = channel_lifetime_;
 
-  auto dataplane = std::make_shared<Dataplane>();
+  auto dataplane = std::make_shared<worker::ConfigSnapshot>();
   dataplane->region = config.admin.region;
   if (limits.max_connections > 0) {
     dataplane->connections.max_connections = share(static_cast<uint64_t>(limits.max_connections));
@@ -159,7 +159,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
       return makeError(Error::Code::kInvalidArgument,
                        field + ".bind_address: invalid address \"" + l.bind_address + "\"");
     }
-    ListenerSpec spec;
+    worker::ListenerSpec spec;
     spec.id = idFor(l.name);
     spec.name = l.name;
     const bool datagram = protocol == config::ListenerProtocol::kTurnUdp ||
@@ -180,7 +180,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
         std::any_of(dataplane->interfaces.entries().begin(), dataplane->interfaces.entries().end(),
                     [&](const net::InterfaceAddresses::Entry& e) { return e.ip == *ip; });
     for (size_t j = 0; j < dataplane->listeners.size(); ++j) {
-      const ListenerSpec& other = dataplane->listeners[j];
+      const worker::ListenerSpec& other = dataplane->listeners[j];
       if (other.protocol == spec.protocol && other.bind.port == spec.bind.port &&
           overlaps(other.bind.ip, spec.bind.ip)) {
         return makeError(Error::Code::kInvalidArgument,
@@ -242,7 +242,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   // for peers that port-restricted endpoints admit, per packet.
   // A relay address of a 1:1 NAT leads back to the listener too (hairpin).
   std::vector<TransportAddress> own;
-  for (const ListenerSpec& spec : dataplane->listeners) {
+  for (const worker::ListenerSpec& spec : dataplane->listeners) {
     own.push_back(spec.bind);
     if (!spec.relay_ip_local) own.push_back(TransportAddress{spec.relay_ip, spec.bind.port});
     if (!spec.bind.ip.isUnspecified()) continue;
@@ -255,7 +255,7 @@ Result<DataplanePtr> DataplaneBuilder::build(const config::StunnerConfig& config
   own.erase(std::unique(own.begin(), own.end()), own.end());
   for (turn::ListenerPolicy& policy : turn_config->listeners) policy.own_addresses = own;
   dataplane->turn = std::move(turn_config);
-  return DataplanePtr(std::move(dataplane));
+  return worker::ConfigSnapshotPtr(std::move(dataplane));
 }
 
 }  // namespace kturn::daemon

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "config/stunner_config.h"
-#include "daemon/dataplane.h"
 #include "kturn/result.h"
 #include "net/interface_addresses.h"
+#include "worker/config_snapshot.h"
 
 namespace kturn::daemon {
 
@@ -39,7 +39,7 @@ class DataplaneBuilder {
   }
 
   // `config` must have passed config::validate().
-  Result<DataplanePtr> build(const config::StunnerConfig& config, const DnsCache& dns);
+  Result<worker::ConfigSnapshotPtr> build(const config::StunnerConfig& config, const DnsCache& dns);
 
   // Host names of every STRICT_DNS cluster, for the resolver.
   static std::vector<std::string> dnsHosts(const config::StunnerConfig& config);

@@ -28,7 +28,8 @@ const T& at(const std::vector<T>& v, size_t i) {
 
 }  // namespace
 
-std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Dataplane& dataplane,
+std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
+                                              const worker::ConfigSnapshot& dataplane,
                                               const admin::CapacityReport& capacity) {
   namespace st = admin::stunner;
   namespace ks = admin::kturn_series;
@@ -60,8 +61,8 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Da
   auto offload_packets = admin::familyOf(ks::kOffloadRelayedPacketsTotal);
   auto offload_bytes = admin::familyOf(ks::kOffloadRelayedBytesTotal);
   auto offload_refused = admin::familyOf(ks::kOffloadRefusedTotal);
-  for (const ListenerSpec& l : dataplane.listeners) {
-    const ListenerTraffic& t = at(stats.traffic, l.id);
+  for (const worker::ListenerSpec& l : dataplane.listeners) {
+    const worker::ListenerTraffic& t = at(stats.traffic, l.id);
     const turn::ServerStats& s = at(stats.turn_by_listener, l.id);
     const std::string_view name = l.name;
     connections.samples.push_back(
@@ -195,15 +196,15 @@ std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Da
   }
 
   auto durations = admin::familyOf(ks::kRequestDurationSeconds);
-  const RequestTimes& times = stats.request_times;
-  static constexpr std::array<std::string_view, RequestTimes::kMethods.size()> kMethodNames{
+  const worker::RequestTimes& times = stats.request_times;
+  static constexpr std::array<std::string_view, worker::RequestTimes::kMethods.size()> kMethodNames{
       ks::method::kBinding, ks::method::kAllocate, ks::method::kRefresh,
       ks::method::kCreatePermission, ks::method::kChannelBind};
   for (size_t m = 0; m < kMethodNames.size(); ++m) {
     admin::HistogramSample h;
     h.labels = labels({{ks::kLabelMethod, kMethodNames[m]}});
-    for (size_t b = 0; b < RequestTimes::kBounds.size(); ++b) {
-      h.buckets.push_back({RequestTimes::kBounds[b], times.counts[m][b]});
+    for (size_t b = 0; b < worker::RequestTimes::kBounds.size(); ++b) {
+      h.buckets.push_back({worker::RequestTimes::kBounds[b], times.counts[m][b]});
     }
     for (uint64_t c : times.counts[m]) h.count += c;
     h.sum = times.seconds[m];

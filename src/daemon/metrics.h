@@ -6,13 +6,14 @@
 
 #include "admin/capacity_gate.h"
 #include "admin/metric_family.h"
-#include "daemon/dataplane.h"
-#include "daemon/worker.h"
+#include "worker/config_snapshot.h"
+#include "worker/worker.h"
 
 namespace kturn::daemon {
 
 // `capacity`: the readiness marks' state (admin.capacity), for kturn_capacity_*.
-std::vector<admin::MetricFamily> buildMetrics(const WorkerStats& stats, const Dataplane& dataplane,
+std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
+                                              const worker::ConfigSnapshot& dataplane,
                                               const admin::CapacityReport& capacity = {});
 
 }  // namespace kturn::daemon

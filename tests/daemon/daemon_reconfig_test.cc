@@ -92,7 +92,7 @@ TEST_F(DaemonReconfigTest, RemovingAListenerEndsOnlyItsAllocations) {
 
   EXPECT_FALSE(client(port_a_).binding().answered) << "the removed listener still answers";
   EXPECT_TRUE(on_b.refresh(600).success);
-  const WorkerStats stats = daemon_->collectStats();
+  const worker::WorkerStats stats = daemon_->collectStats();
   EXPECT_EQ(stats.allocations, 1u);
   EXPECT_EQ(stats.turn.allocations_closed, 1u);
 }

@@ -138,7 +138,7 @@ TEST_F(DaemonSocketTest, GarbageIsDroppedAndValidRequestsOnTheSameSocketAreAnswe
   ASSERT_TRUE(c);
   EXPECT_EQ(stun::decodeErrorCode(*c->value(stun::attr::kErrorCode))->code, 401);
 
-  const WorkerStats stats = daemon_->collectStats();
+  const worker::WorkerStats stats = daemon_->collectStats();
   EXPECT_GT(stats.turn.drop_malformed + stats.turn.drop_not_turn, 0u);
   // The workers saw the garbage (the kernel may drop some under CI load; it never invents any).
   EXPECT_LE(stats.datagrams_received, sent + 2);

@@ -294,18 +294,18 @@ TEST_F(DaemonTcpRelayTest, DataFlowsBetweenAClientAndATcpEchoPeerThroughConnectA
     ASSERT_TRUE(again);
     EXPECT_EQ(StreamClient::errorCode(*again), 446);
   }
-  const WorkerStats stats = daemon_->collectStats();
+  const worker::WorkerStats stats = daemon_->collectStats();
   EXPECT_EQ(stats.turn.peer_connections_connected, static_cast<uint64_t>(kRounds));
   EXPECT_EQ(stats.turn.peer_connections_bound, static_cast<uint64_t>(kRounds));
   uint64_t handed_over = 0;
-  for (const ListenerTraffic& t : stats.traffic) handed_over += t.handed_over;
+  for (const worker::ListenerTraffic& t : stats.traffic) handed_over += t.handed_over;
   EXPECT_GT(handed_over, 0u) << "every data connection landed on its allocation's worker";
   // The streams' bytes are relayed bytes (kturn_relayed_bytes_total), both ways, and the
   // listener's client-side bytes (stunner_listener_bytes_total) beyond the frames it read.
   EXPECT_EQ(stats.turn.client_bytes_relayed, echoed);
   EXPECT_EQ(stats.turn.peer_bytes_relayed, echoed);
-  ListenerTraffic listener;
-  for (const ListenerTraffic& t : stats.traffic) listener += t;
+  worker::ListenerTraffic listener;
+  for (const worker::ListenerTraffic& t : stats.traffic) listener += t;
   EXPECT_GE(listener.rx_bytes, echoed + 20 * stun::kHeaderSize);  // + at least the requests
   EXPECT_GE(listener.tx_bytes, echoed + 20 * stun::kHeaderSize);
 }
@@ -337,7 +337,7 @@ TEST_F(DaemonTcpRelayCapTest, APeerConnectionIsPacedAtTheAllocationsCapAndLosesN
   // A 16 KiB burst, then 32,000 B/s each way: the last byte cannot be back before 1.5 s.
   constexpr double kFloor = (kBytes - 16 * 1024) / 32'000.0;
   EXPECT_GE(seconds, kFloor);
-  const WorkerStats stats = daemon_->collectStats();
+  const worker::WorkerStats stats = daemon_->collectStats();
   EXPECT_GT(stats.turn.connection_reads_held, 0u);
   EXPECT_EQ(stats.turn.client_bytes_relayed, kBytes);
   EXPECT_EQ(stats.turn.peer_bytes_relayed, kBytes);

@@ -92,7 +92,7 @@ TEST_P(DaemonUdpSegmentationTest, ATrainOfSendIndicationsIsRelayedDatagramByData
   }
   EXPECT_EQ(got, payloads);
 
-  const WorkerStats stats = daemon_->collectStats();
+  const worker::WorkerStats stats = daemon_->collectStats();
   EXPECT_EQ(stats.turn.client_packets_relayed, kCount);
   if (GetParam()) {
     EXPECT_EQ(stats.receive_gro_trains, 1u);  // the 16 arrived as one
@@ -132,7 +132,7 @@ TEST_P(DaemonUdpSegmentationTest, APeersTrainReachesTheClientAsItsDatagrams) {
     got.emplace_back(data->second.begin(), data->second.end());
   }
   EXPECT_EQ(got, payloads);
-  const WorkerStats stats = daemon_->collectStats();
+  const worker::WorkerStats stats = daemon_->collectStats();
   EXPECT_EQ(stats.turn.peer_packets_relayed, payloads.size());
   EXPECT_EQ(stats.receive_gro_trains, GetParam() ? 1u : 0u);
 }

@@ -42,11 +42,11 @@ TEST(DataplaneBuilder, TranslatesAuthListenersAndRoutes) {
   EXPECT_EQ(t.max_allocations_per_user, 3u);
 
   ASSERT_EQ((*dp)->listeners.size(), 2u);
-  const ListenerSpec& l = (*dp)->listeners[0];
+  const worker::ListenerSpec& l = (*dp)->listeners[0];
   EXPECT_EQ(l.name, "udp");
   EXPECT_EQ(l.protocol, TransportProtocol::kUdp);
   EXPECT_EQ(l.bind.toString(), "127.0.0.1:3478");
-  const ListenerSpec& tcp = (*dp)->listeners[1];
+  const worker::ListenerSpec& tcp = (*dp)->listeners[1];
   EXPECT_EQ(tcp.protocol, TransportProtocol::kTcp);
   EXPECT_EQ(tcp.bind, l.bind) << "UDP and TCP share the port number";
   EXPECT_EQ(tcp.tls, nullptr);
@@ -232,7 +232,7 @@ TEST(DataplaneBuilder, ATlsListenerKeepsItsContextUntilItsCertificateChanges) {
   auto b = builder.build(parse(tlsConfig(first)), {});
   auto c = builder.build(parse(tlsConfig(second)), {});
   ASSERT_TRUE(a && b && c);
-  const ListenerSpec& l = (*a)->listeners.at(0);
+  const worker::ListenerSpec& l = (*a)->listeners.at(0);
   EXPECT_EQ(l.protocol, TransportProtocol::kTcp);
   ASSERT_NE(l.tls, nullptr);
   EXPECT_EQ((*b)->listeners.at(0).tls, l.tls) << "same certificate, same context (ticket keys)";
@@ -306,7 +306,7 @@ auth: {type: static, credentials: {username: u, password: p}}
   EXPECT_EQ((*defaults)->turn->max_allocations, 0u);
   EXPECT_EQ((*defaults)->turn->auth_failures_per_window, 20u);
   EXPECT_EQ((*defaults)->turn->lifetimes.nonce, turn::Seconds(600));
-  EXPECT_EQ((*defaults)->connections, ConnectionLimits{});  // 8192 per worker, 30 s, 10 s
+  EXPECT_EQ((*defaults)->connections, worker::ConnectionLimits{});  // 8192 per worker, 30 s, 10 s
 }
 
 TEST(DataplaneBuilder, SourceQuotaIsSharedAmongWorkersPerAllocationLimitsAreNot) {

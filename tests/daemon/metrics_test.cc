@@ -29,13 +29,13 @@ std::optional<double> sample(const std::vector<admin::MetricFamily>& families,
 }
 
 TEST(MetricsTest, LimitRefusalsAreExportedByReason) {
-  Dataplane dataplane;
-  ListenerSpec listener;
+  worker::ConfigSnapshot dataplane;
+  worker::ListenerSpec listener;
   listener.id = kListener;
   listener.name = "udp";
   dataplane.listeners.push_back(listener);
   dataplane.turn = std::make_shared<const turn::ServerConfig>();
-  WorkerStats stats;
+  worker::WorkerStats stats;
   stats.turn_by_listener.resize(kListener + 1);
   turn::ServerStats& s = stats.turn_by_listener[kListener];
   s.allocations_rejected_quota = 1;
@@ -53,17 +53,17 @@ TEST(MetricsTest, LimitRefusalsAreExportedByReason) {
 }
 
 TEST(MetricsTest, ChannelOffersTheKernelHadNoRoomForAreExportedPerTurnUdpListener) {
-  Dataplane dataplane;
-  ListenerSpec udp;
+  worker::ConfigSnapshot dataplane;
+  worker::ListenerSpec udp;
   udp.id = kListener;
   udp.name = "udp";
-  ListenerSpec tcp;
+  worker::ListenerSpec tcp;
   tcp.id = kListener + 1;
   tcp.name = "tcp";
   tcp.protocol = TransportProtocol::kTcp;
   dataplane.listeners = {udp, tcp};
   dataplane.turn = std::make_shared<const turn::ServerConfig>();
-  WorkerStats stats;
+  worker::WorkerStats stats;
   stats.turn_by_listener.resize(kListener + 2);
   stats.turn_by_listener[kListener].channels_offload_refused = 9;
 
@@ -77,14 +77,14 @@ TEST(MetricsTest, ChannelOffersTheKernelHadNoRoomForAreExportedPerTurnUdpListene
 }
 
 TEST(MetricsTest, PeerConnectionsOfTcpAllocationsAreExportedByEvent) {
-  Dataplane dataplane;
-  ListenerSpec listener;
+  worker::ConfigSnapshot dataplane;
+  worker::ListenerSpec listener;
   listener.id = kListener;
   listener.name = "tcp";
   listener.protocol = TransportProtocol::kTcp;
   dataplane.listeners.push_back(listener);
   dataplane.turn = std::make_shared<const turn::ServerConfig>();
-  WorkerStats stats;
+  worker::WorkerStats stats;
   stats.turn_by_listener.resize(kListener + 1);
   turn::ServerStats& s = stats.turn_by_listener[kListener];
   s.peer_connections_connected = 1;

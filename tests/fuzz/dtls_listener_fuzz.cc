@@ -1,4 +1,4 @@
-// Fuzz target: the TURN-DTLS listener (src/daemon/dtls_listener.h, src/net/dtls_session.h) fed
+// Fuzz target: the TURN-DTLS listener (src/worker/dtls_listener.h, src/net/dtls_session.h) fed
 // datagrams from a few client addresses, as an attacker that cannot see the answers would send
 // them. The input is a sequence of [source (1 byte)][length (2 bytes)][datagram].
 //
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "config/self_signed_cert.h"
-#include "daemon/dtls_listener.h"
 #include "fuzz_check.h"
+#include "worker/dtls_listener.h"
 
 namespace {
 
@@ -21,16 +21,16 @@ using namespace kturn;
 // RFC 6347 §4.2.1: a HelloVerifyRequest record is 13 + 12 + 3 + cookie (at most 255) bytes.
 constexpr size_t kMaxAnswer = 13 + 12 + 3 + 255;
 
-daemon::DtlsListener& listener() {
-  static std::unique_ptr<daemon::DtlsListener> instance = [] {
+worker::DtlsListener& listener() {
+  static std::unique_ptr<worker::DtlsListener> instance = [] {
     auto pem = config::generateSelfSignedCert();
     FUZZ_CHECK(pem);
     auto context = net::TlsContext::server(pem->cert_pem, pem->key_pem, net::TlsKind::kDtls);
     FUZZ_CHECK(context);
-    daemon::DtlsListener::Callbacks callbacks;
+    worker::DtlsListener::Callbacks callbacks;
     callbacks.on_closed = [](const FiveTuple&) {};
     callbacks.has_allocation = [](const FiveTuple&) { return false; };
-    return std::make_unique<daemon::DtlsListener>(*context, daemon::DtlsListener::Limits{},
+    return std::make_unique<worker::DtlsListener>(*context, worker::DtlsListener::Limits{},
                                                   callbacks);
   }();
   return *instance;
@@ -39,7 +39,7 @@ daemon::DtlsListener& listener() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  daemon::DtlsListener& l = listener();
+  worker::DtlsListener& l = listener();
   const auto server = *TransportAddress::parse("127.0.0.1:5349");
   std::vector<uint8_t> buffer;
   size_t at = 0;

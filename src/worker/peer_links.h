@@ -19,7 +19,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/stream_listener.h"
 #include "kturn/transport_address.h"
 #include "net/event_loop.h"
 #include "net/file_descriptor.h"
@@ -27,8 +26,9 @@
 #include "turn/relay_allocator.h"
 #include "turn/server_stats.h"
 #include "turn/time.h"
+#include "worker/stream_listener.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 struct PeerLinkStats {
   uint64_t to_peer_bytes = 0;
@@ -137,4 +137,4 @@ class PeerLinks {
   std::vector<turn::TrafficCounters> traffic_;  // by ListenerId
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

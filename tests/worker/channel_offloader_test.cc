@@ -1,6 +1,6 @@
 // ChannelOffloader against a fake of the kernel's maps: the entries it writes for a channel,
 // the counter slots it hands out and takes back, and the growth it reports.
-#include "daemon/channel_offloader.h"
+#include "worker/channel_offloader.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 #include <map>
 #include <vector>
 
-#include "daemon/fake_offload_maps.h"
+#include "worker/fake_offload_maps.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 using testing::FakeMaps;
@@ -165,4 +165,4 @@ TEST_F(ChannelOffloaderTest, DestroyingTheOffloaderErasesItsEntries) {
 }
 
 }  // namespace
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

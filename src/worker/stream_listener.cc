@@ -1,4 +1,4 @@
-#include "daemon/stream_listener.h"
+#include "worker/stream_listener.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
@@ -11,7 +11,7 @@
 #include "net/tcp_socket.h"
 #include "stun/stream_framing.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 // Read granularity; a frame larger than what is buffered grows the buffer up to kMaxFrame.
@@ -314,4 +314,4 @@ void StreamListener::close(const TransportAddress& client) {
   // `c` (and its fd) goes here, after the core has forgotten the 5-tuple.
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

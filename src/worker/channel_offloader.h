@@ -18,7 +18,7 @@
 #include "turn/server_stats.h"
 #include "xdp/offload_maps.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 class ChannelOffloader final : public turn::ChannelOffload {
  public:
@@ -83,4 +83,4 @@ class ChannelOffloader final : public turn::ChannelOffload {
   std::vector<turn::TrafficCounters> by_listener_;
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

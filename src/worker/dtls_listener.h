@@ -24,7 +24,7 @@
 #include "net/tls_context.h"
 #include "turn/time.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 struct DtlsListenerStats {
   uint64_t challenged = 0;        // HelloVerifyRequests sent (no state kept)
@@ -123,4 +123,4 @@ class DtlsListener {
   DtlsListenerStats stats_;
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

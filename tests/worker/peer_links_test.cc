@@ -2,7 +2,7 @@
 // client data connection detached from its stream listener and joined to the peer connection,
 // bytes both ways without loss (also through a full buffer), reads held at a bandwidth cap's
 // allowance, the client side counted for its listener, and closes in either direction.
-#include "daemon/peer_links.h"
+#include "worker/peer_links.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -20,7 +20,7 @@
 #include "net/tcp_socket.h"
 #include "stun/channel_data.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
@@ -363,4 +363,4 @@ TEST_F(PeerLinksTest, AnAdoptedConnectionIsFramedByItsNewListener) {
 }
 
 }  // namespace
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

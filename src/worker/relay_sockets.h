@@ -17,16 +17,16 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/dataplane.h"
-#include "daemon/peer_links.h"
-#include "daemon/reservation_pool.h"
-#include "daemon/shared_relay_ports.h"
 #include "net/event_loop.h"
 #include "net/file_descriptor.h"
 #include "net/udp_socket.h"
 #include "turn/relay_allocator.h"
+#include "worker/config_snapshot.h"
+#include "worker/peer_links.h"
+#include "worker/reservation_pool.h"
+#include "worker/shared_relay_ports.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 class RelaySockets : public turn::RelayAllocator {
  public:
@@ -39,7 +39,7 @@ class RelaySockets : public turn::RelayAllocator {
   RelaySockets(const RelaySockets&) = delete;
   RelaySockets& operator=(const RelaySockets&) = delete;
 
-  void setDataplane(DataplanePtr dataplane) { dataplane_ = std::move(dataplane); }
+  void setDataplane(ConfigSnapshotPtr dataplane) { dataplane_ = std::move(dataplane); }
   // Relayed addresses from `ports` (not owned; null: a socket per allocation), delivered to the
   // shared sockets of worker `worker`.
   void setShared(SharedRelayPorts* ports, size_t worker) {
@@ -143,7 +143,7 @@ class RelaySockets : public turn::RelayAllocator {
   OnReadable on_acceptable_;
   PeerLinks links_;
   std::vector<std::pair<turn::ConnectionId, FiveTuple>> binds_;
-  DataplanePtr dataplane_;
+  ConfigSnapshotPtr dataplane_;
   std::vector<Slot> slots_;
   SharedRelayPorts* shared_ = nullptr;
   size_t worker_ = 0;
@@ -153,4 +153,4 @@ class RelaySockets : public turn::RelayAllocator {
   bool gro_ = false;
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

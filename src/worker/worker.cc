@@ -1,4 +1,4 @@
-#include "daemon/worker.h"
+#include "worker/worker.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
@@ -14,7 +14,7 @@
 #include "stun/byte_order.h"
 #include "stun/message.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 // Bounded work per readiness event, so one busy socket cannot starve the others on the loop.
@@ -53,7 +53,7 @@ DtlsListener::Limits dtlsLimits(const ConnectionLimits& c) {
 
 }  // namespace
 
-Worker::Worker(const Options& options, DataplanePtr dataplane, ReservationPool& reservations)
+Worker::Worker(const Options& options, ConfigSnapshotPtr dataplane, ReservationPool& reservations)
     : options_(options),
       dataplane_(std::move(dataplane)),
       relays_(
@@ -156,7 +156,7 @@ void Worker::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Worker::reconfigure(DataplanePtr dataplane, std::vector<BoundListener> added,
+void Worker::reconfigure(ConfigSnapshotPtr dataplane, std::vector<BoundListener> added,
                          std::vector<turn::ListenerId> removed) {
   // std::function needs a copyable callable; the sockets travel in a shared vector.
   auto sockets = std::make_shared<std::vector<BoundListener>>(std::move(added));
@@ -745,4 +745,4 @@ void Worker::flush() {
   actions_.clear();
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

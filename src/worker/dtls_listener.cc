@@ -1,9 +1,9 @@
-#include "daemon/dtls_listener.h"
+#include "worker/dtls_listener.h"
 
 #include <array>
 #include <cstring>
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 // RFC 6347 §4.1: the content type of a handshake record, the first byte of a ClientHello datagram.
@@ -189,4 +189,4 @@ void DtlsListener::close(const TransportAddress& client) {
   callbacks_.on_closed(s->tuple);
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -12,7 +12,7 @@
 #include "turn/source_blocker.h"
 #include "xdp/offload_maps.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 class SourceBlockList final : public turn::SourceBlocker {
  public:
@@ -33,4 +33,4 @@ class SourceBlockList final : public turn::SourceBlocker {
   uint64_t refused_ = 0;
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -1,4 +1,4 @@
-#include "daemon/source_block_list.h"
+#include "worker/source_block_list.h"
 
 #include <arpa/inet.h>
 
@@ -7,7 +7,7 @@
 
 #include "xdp/mapped_address.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 bool SourceBlockList::block(turn::ListenerId /*listener*/, const FiveTuple& five_tuple,
                             turn::MonoTime until) {
@@ -27,4 +27,4 @@ bool SourceBlockList::block(turn::ListenerId /*listener*/, const FiveTuple& five
   return true;
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

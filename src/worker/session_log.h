@@ -9,10 +9,10 @@
 #include <memory>
 #include <string>
 
-#include "daemon/dataplane.h"
 #include "turn/session_observer.h"
+#include "worker/config_snapshot.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 struct SessionLogOptions {
   bool enabled = true;
@@ -27,7 +27,7 @@ class SessionLog : public turn::SessionObserver {
  public:
   SessionLog(const SessionLogOptions& options, size_t worker_index);
 
-  void setDataplane(DataplanePtr dataplane) { dataplane_ = std::move(dataplane); }
+  void setDataplane(ConfigSnapshotPtr dataplane) { dataplane_ = std::move(dataplane); }
   void onAllocationEnd(const turn::Allocation& allocation, turn::SessionEnd reason,
                        const turn::Now& now) override;
 
@@ -38,11 +38,11 @@ class SessionLog : public turn::SessionObserver {
  private:
   SessionLogOptions options_;
   size_t worker_;
-  DataplanePtr dataplane_;
+  ConfigSnapshotPtr dataplane_;
   std::shared_ptr<spdlog::logger> logger_;
 };
 
 // 192.0.2.77 → 192.0.2.0; 2001:db8:1:2::5 → 2001:db8:1::.
 IpAddress anonymize(const IpAddress& ip);
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

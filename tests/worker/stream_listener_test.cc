@@ -1,6 +1,6 @@
 // The TURN-TCP listener over real loopback connections: frames split and joined as TCP delivers
 // them, answers written back, and the limits (framing errors, connection cap, idle timeout).
-#include "daemon/stream_listener.h"
+#include "worker/stream_listener.h"
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -14,7 +14,7 @@
 #include "net/tcp_socket.h"
 #include "stun/channel_data.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
@@ -163,4 +163,4 @@ TEST_F(StreamListenerTest, OutputBeyondTheBoundIsDroppedNotBuffered) {
 }
 
 }  // namespace
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -14,23 +14,23 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/channel_offloader.h"
-#include "daemon/dataplane.h"
-#include "daemon/dtls_listener.h"
-#include "daemon/relay_sockets.h"
-#include "daemon/request_times.h"
-#include "daemon/session_log.h"
-#include "daemon/shared_relay_ports.h"
-#include "daemon/source_block_list.h"
-#include "daemon/stream_listener.h"
 #include "net/event_loop.h"
 #include "net/raw_udp_sender.h"
 #include "net/udp_receive_batch.h"
 #include "net/udp_send_batch.h"
 #include "net/udp_socket.h"
 #include "turn/server.h"
+#include "worker/channel_offloader.h"
+#include "worker/config_snapshot.h"
+#include "worker/dtls_listener.h"
+#include "worker/relay_sockets.h"
+#include "worker/request_times.h"
+#include "worker/session_log.h"
+#include "worker/shared_relay_ports.h"
+#include "worker/source_block_list.h"
+#include "worker/stream_listener.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 // Client-side traffic of one listener, seen from kturnd: rx from clients, tx to clients.
 struct ListenerTraffic : turn::TrafficCounters {
@@ -101,7 +101,7 @@ class Worker : public turn::MobilityRouter {
     SharedRelayPorts* shared_relays = nullptr;
   };
 
-  Worker(const Options& options, DataplanePtr dataplane, ReservationPool& reservations);
+  Worker(const Options& options, ConfigSnapshotPtr dataplane, ReservationPool& reservations);
   ~Worker() override;
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -126,7 +126,7 @@ class Worker : public turn::MobilityRouter {
   // Applies a configuration on the worker's thread: stops serving the listeners in `removed`
   // (ending the allocations made through them), starts serving `added`, then swaps in
   // `dataplane`. Listeners in neither list, and their allocations, are untouched.
-  void reconfigure(DataplanePtr dataplane, std::vector<BoundListener> added,
+  void reconfigure(ConfigSnapshotPtr dataplane, std::vector<BoundListener> added,
                    std::vector<turn::ListenerId> removed);
   // A copy of the worker's counters, taken on its thread; `done` runs there too.
   void collectStats(std::function<void(const WorkerStats&)> done);
@@ -214,7 +214,7 @@ class Worker : public turn::MobilityRouter {
   static constexpr size_t kMaxHeld = 16;
 
   Options options_;
-  DataplanePtr dataplane_;
+  ConfigSnapshotPtr dataplane_;
   net::EventLoop loop_;
   RelaySockets relays_;
   SessionLog session_log_;
@@ -243,4 +243,4 @@ class Worker : public turn::MobilityRouter {
   std::thread thread_;
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -1,4 +1,4 @@
-#include "daemon/session_log.h"
+#include "worker/session_log.h"
 
 #include <spdlog/spdlog.h>
 
@@ -7,7 +7,7 @@
 #include "common/crypto.h"
 #include "common/log.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 IpAddress anonymize(const IpAddress& ip) {
   std::array<uint8_t, 16> b{};
@@ -76,4 +76,4 @@ void SessionLog::onAllocationEnd(const turn::Allocation& a, turn::SessionEnd rea
   logger_->info("{}", record(a, reason, now));
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -1,15 +1,15 @@
 // SourceBlockList against a fake of the kernel's maps: the drop-list entry it writes for a
 // source the TURN core's throttle caught, and what it leaves alone.
-#include "daemon/source_block_list.h"
+#include "worker/source_block_list.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "daemon/fake_offload_maps.h"
+#include "worker/fake_offload_maps.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 using testing::FakeMaps;
@@ -68,4 +68,4 @@ TEST(SourceBlockListTest, ARefusedWriteIsCounted) {
 }
 
 }  // namespace
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -1,4 +1,4 @@
-#include "daemon/channel_offloader.h"
+#include "worker/channel_offloader.h"
 
 #include <arpa/inet.h>
 
@@ -7,7 +7,7 @@
 
 #include "xdp/mapped_address.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 using xdp::putMappedAddress;
@@ -164,4 +164,4 @@ void ChannelOffloader::countListener(const Entry& e, const turn::OffloadedTraffi
   c.tx_bytes += t.bytes_to_client + kHeader * t.packets_to_client;
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -21,7 +21,7 @@
 #include "kturn/transport_address.h"
 #include "xdp/relay_lookup.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 class SharedRelayPorts {
  public:
@@ -61,4 +61,4 @@ class SharedRelayPorts {
   std::unordered_set<TransportAddress> in_use_;
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

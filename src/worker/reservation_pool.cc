@@ -1,6 +1,6 @@
-#include "daemon/reservation_pool.h"
+#include "worker/reservation_pool.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 void ReservationPool::expire(int64_t now_unix) {
   std::erase_if(held_, [&](const auto& r) {
@@ -33,4 +33,4 @@ size_t ReservationPool::size() {
   return held_.size();
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -1,10 +1,10 @@
-#include "daemon/session_log.h"
+#include "worker/session_log.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 turn::Allocation sampleAllocation() {
@@ -25,7 +25,7 @@ turn::Allocation sampleAllocation() {
 }
 
 TEST(SessionLog, RecordCarriesTheSessionFacts) {
-  auto dataplane = std::make_shared<Dataplane>();
+  auto dataplane = std::make_shared<ConfigSnapshot>();
   ListenerSpec listener;
   listener.id = 1;
   listener.name = "default/gw/udp";
@@ -63,4 +63,4 @@ TEST(SessionLog, PrivacyFlagsAnonymizeClientAndHashUser) {
 }
 
 }  // namespace
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -11,7 +11,7 @@
 #include "admin/kturn_metrics.h"
 #include "stun/constants.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 struct RequestTimes {
   static constexpr std::array<stun::Method, 5> kMethods{
@@ -50,4 +50,4 @@ struct RequestTimes {
   }
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -1,7 +1,7 @@
 // The TURN-DTLS listener with a real OpenSSL DTLS client over loopback UDP sockets: the stateless
 // cookie exchange (a ClientHello without a valid cookie costs one HelloVerifyRequest and no
 // session), the handshake, TURN messages decrypted in place both ways, and the limits.
-#include "daemon/dtls_listener.h"
+#include "worker/dtls_listener.h"
 
 #include <gtest/gtest.h>
 #include <openssl/err.h>
@@ -17,7 +17,7 @@
 #include "net/udp_socket.h"
 #include "stun/channel_data.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
@@ -326,4 +326,4 @@ TEST_F(DtlsListenerTest, HandshakeAndIdleTimeoutsCloseSessions) {
 }
 
 }  // namespace
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

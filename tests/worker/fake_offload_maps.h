@@ -9,7 +9,7 @@
 
 #include "xdp/offload_maps.h"
 
-namespace kturn::daemon::testing {
+namespace kturn::worker::testing {
 
 struct FakeMaps : xdp::OffloadMaps {
   static std::vector<uint8_t> bytes(const void* p, size_t n) {
@@ -46,4 +46,4 @@ struct FakeMaps : xdp::OffloadMaps {
   bool refuse = false;
 };
 
-}  // namespace kturn::daemon::testing
+}  // namespace kturn::worker::testing

@@ -12,7 +12,7 @@
 #include "net/tls_context.h"
 #include "turn/server_config.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 struct ListenerSpec {
   turn::ListenerId id = 0;
@@ -46,7 +46,7 @@ struct ConnectionLimits {
   friend bool operator==(const ConnectionLimits&, const ConnectionLimits&) = default;
 };
 
-struct Dataplane {
+struct ConfigSnapshot {
   std::vector<ListenerSpec> listeners;
   ConnectionLimits connections;
   turn::ServerConfigPtr turn;
@@ -56,6 +56,6 @@ struct Dataplane {
   std::string region;  // admin.region, for kturn_dataplane_info
 };
 
-using DataplanePtr = std::shared_ptr<const Dataplane>;
+using ConfigSnapshotPtr = std::shared_ptr<const ConfigSnapshot>;
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

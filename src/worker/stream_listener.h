@@ -27,7 +27,7 @@
 #include "turn/ids.h"
 #include "turn/time.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 struct StreamListenerStats {
   uint64_t accepted = 0;
@@ -144,4 +144,4 @@ class StreamListener {
   StreamListenerStats stats_;
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

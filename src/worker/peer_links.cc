@@ -1,4 +1,4 @@
-#include "daemon/peer_links.h"
+#include "worker/peer_links.h"
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 
 #include "net/tcp_socket.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 // Bounded work per readiness event, so one busy link cannot starve the others.
@@ -368,4 +368,4 @@ turn::ConnectionTraffic PeerLinks::take(turn::ConnectionId id) {
   return it == links_.end() ? turn::ConnectionTraffic{} : std::exchange(it->second->uncounted, {});
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

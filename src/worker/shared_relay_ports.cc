@@ -1,10 +1,10 @@
-#include "daemon/shared_relay_ports.h"
+#include "worker/shared_relay_ports.h"
 
 #include <algorithm>
 
 #include "xdp/relay_lookup.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 Result<std::unique_ptr<SharedRelayPorts>> SharedRelayPorts::open(uint32_t max_addresses) {
   auto lookup = xdp::RelayLookup::attach(max_addresses);
@@ -72,4 +72,4 @@ size_t SharedRelayPorts::inUse() {
   return in_use_.size();
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -12,7 +12,7 @@
 
 #include "net/udp_socket.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 
 // A reserved relay port: its socket, or with shared relay sockets (SharedRelayPorts) only its
 // address, held in the shared port table.
@@ -52,4 +52,4 @@ class ReservationPool {
   std::unordered_map<uint64_t, Reservation> held_;
 };
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "config/self_signed_cert.h"
-#include "daemon/stream_listener.h"
 #include "net/sockaddr.h"
 #include "net/tcp_socket.h"
 #include "net/tls_test_client.h"
 #include "stun/channel_data.h"
+#include "worker/stream_listener.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
@@ -177,4 +177,4 @@ TEST_F(StreamListenerTlsTest, ARotatedCertificateServesNewConnectionsAndKeepsOld
 }
 
 }  // namespace
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

@@ -1,4 +1,4 @@
-#include "daemon/relay_sockets.h"
+#include "worker/relay_sockets.h"
 
 #include <netinet/in.h>
 #include <spdlog/spdlog.h>
@@ -12,7 +12,7 @@
 #include "net/sockaddr.h"
 #include "net/tcp_socket.h"
 
-namespace kturn::daemon {
+namespace kturn::worker {
 namespace {
 
 // Binding a kernel-chosen port until one is even: each try has even odds, so 32 tries fail with
@@ -384,4 +384,4 @@ void RelaySockets::closeFamily(turn::AllocationId allocation, AddressFamily fami
   slot.additional = net::UdpSocket{};
 }
 
-}  // namespace kturn::daemon
+}  // namespace kturn::worker

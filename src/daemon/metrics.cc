@@ -26,13 +26,170 @@ const T& at(const std::vector<T>& v, size_t i) {
   return i < v.size() ? v[i] : kEmpty;
 }
 
+// kturn's per-listener series, one row per sample: the family, the label beside `listener`
+// (none: empty), and where the value comes from (a TURN core counter, plus a second one when
+// two add up, or a counter of the listener's sockets). A series and its samples are declared
+// here once; buildMetrics() makes the families from the table, in its order.
+enum class Which : uint8_t { kAll, kTurnUdp, kTcp };  // the listeners a row applies to
+struct ListenerRow {
+  const admin::MetricSpec* spec;
+  std::string_view label;
+  std::string_view value;
+  uint64_t turn::ServerStats::*counter = nullptr;
+  uint64_t turn::ServerStats::*plus = nullptr;
+  uint64_t worker::ListenerTraffic::*traffic = nullptr;
+  Which which = Which::kAll;
+};
+
+namespace ks = admin::kturn_series;
+using S = turn::ServerStats;
+using T = worker::ListenerTraffic;
+constexpr std::string_view kRx = admin::stunner::kDirectionRx;
+constexpr std::string_view kTx = admin::stunner::kDirectionTx;
+constexpr std::string_view kReason = ks::kLabelReason;
+
+// clang-format off
+constexpr ListenerRow kListenerRows[] = {
+  {&ks::kAllocationsCreatedTotal, {}, {}, &S::allocations_created},
+  {&ks::kAllocationsExpiredTotal, {}, {}, &S::allocations_expired},
+  {&ks::kAllocationsEndedTotal, kReason, ks::end_reason::kDeleted, &S::allocations_deleted},
+  {&ks::kAllocationsEndedTotal, kReason, ks::end_reason::kExpired, &S::allocations_expired},
+  {&ks::kAllocationsEndedTotal, kReason, ks::end_reason::kListenerClosed, &S::allocations_closed},
+  {&ks::kAllocationsEndedTotal, kReason, ks::end_reason::kConnectionClosed,
+   &S::allocations_disconnected},
+  {&ks::kAllocationsRejectedTotal, kReason, ks::reject_reason::kQuotaReached,
+   &S::allocations_rejected_quota},
+  {&ks::kAllocationsRejectedTotal, kReason, ks::reject_reason::kSourceQuotaReached,
+   &S::allocations_rejected_source_quota},
+  {&ks::kAllocationsRejectedTotal, kReason, ks::reject_reason::kInsufficientCapacity,
+   &S::allocations_rejected_capacity},
+  {&ks::kAllocationsRejectedTotal, kReason, ks::reject_reason::kTryAlternate,
+   &S::allocations_redirected},
+  {&ks::kAllocationsRejectedTotal, kReason, ks::reject_reason::kForbidden, &S::permission_denied},
+  {&ks::kPermissionsRejectedTotal, kReason, ks::capacity_reason::kPermissionLimit,
+   &S::permissions_rejected_capacity},
+  {&ks::kPermissionsRejectedTotal, kReason, ks::capacity_reason::kChannelLimit,
+   &S::channels_rejected_capacity},
+  {&ks::kAuthFailuresTotal, kReason, ks::auth_reason::kUnknownUser, &S::auth_unknown_user},
+  {&ks::kAuthFailuresTotal, kReason, ks::auth_reason::kBadIntegrity, &S::auth_bad_integrity},
+  {&ks::kAuthFailuresTotal, kReason, ks::auth_reason::kStaleNonce, &S::auth_stale_nonce},
+  {&ks::kAuthFailuresTotal, kReason, ks::auth_reason::kExpiredCredential, &S::auth_expired},
+  {&ks::kAuthFailuresTotal, kReason, ks::auth_reason::kThrottled, &S::auth_throttled},
+  {&ks::kSourcesBlockedTotal, {}, {}, &S::sources_blocked},
+  {&ks::kMobilityTotal, ks::kLabelOutcome, ks::mobility_outcome::kMoved, &S::mobility_moves},
+  {&ks::kMobilityTotal, ks::kLabelOutcome, ks::mobility_outcome::kRefused, &S::mobility_refused},
+  {&ks::kRelayedPacketsTotal, ks::kLabelDirection, kRx, &S::client_packets_relayed},
+  {&ks::kRelayedPacketsTotal, ks::kLabelDirection, kTx, &S::peer_packets_relayed},
+  {&ks::kRelayedBytesTotal, ks::kLabelDirection, kRx, &S::client_bytes_relayed},
+  {&ks::kRelayedBytesTotal, ks::kLabelDirection, kTx, &S::peer_bytes_relayed},
+  {&ks::kDropsTotal, kReason, ks::drop_reason::kNoPermission, &S::drop_no_permission},
+  {&ks::kDropsTotal, kReason, ks::drop_reason::kPeerNotAllowed, &S::drop_peer_denied},
+  {&ks::kDropsTotal, kReason, ks::drop_reason::kNoAllocation, &S::drop_no_allocation},
+  {&ks::kDropsTotal, kReason, ks::drop_reason::kUnboundChannel, &S::drop_unknown_channel},
+  {&ks::kDropsTotal, kReason, ks::drop_reason::kMalformed, &S::drop_malformed, &S::drop_not_turn},
+  {&ks::kDropsTotal, kReason, ks::drop_reason::kOverBandwidth, &S::drop_over_bandwidth},
+  // TURN-UDP: what the kernel fast path can relay.
+  {&ks::kOffloadRelayedPacketsTotal, ks::kLabelDirection, kRx, &S::offload_packets_to_peer,
+   nullptr, nullptr, Which::kTurnUdp},
+  {&ks::kOffloadRelayedPacketsTotal, ks::kLabelDirection, kTx, &S::offload_packets_to_client,
+   nullptr, nullptr, Which::kTurnUdp},
+  {&ks::kOffloadRelayedBytesTotal, ks::kLabelDirection, kRx, &S::offload_bytes_to_peer, nullptr,
+   nullptr, Which::kTurnUdp},
+  {&ks::kOffloadRelayedBytesTotal, ks::kLabelDirection, kTx, &S::offload_bytes_to_client,
+   nullptr, nullptr, Which::kTurnUdp},
+  {&ks::kOffloadRefusedTotal, {}, {}, &S::channels_offload_refused, nullptr, nullptr,
+   Which::kTurnUdp},
+  // TURN-TCP and TURN-TLS: connections, and RFC 6062 peer connections.
+  {&ks::kConnectionsClosedTotal, kReason, ks::close_reason::kConnectionLimit, nullptr, nullptr,
+   &T::closed_limit, Which::kTcp},
+  {&ks::kConnectionsClosedTotal, kReason, ks::close_reason::kIdleTimeout, nullptr, nullptr,
+   &T::closed_idle, Which::kTcp},
+  {&ks::kConnectionsClosedTotal, kReason, ks::close_reason::kHandshakeTimeout, nullptr, nullptr,
+   &T::closed_handshake, Which::kTcp},
+  {&ks::kConnectionsClosedTotal, kReason, ks::close_reason::kTlsError, nullptr, nullptr,
+   &T::closed_tls, Which::kTcp},
+  {&ks::kConnectionsClosedTotal, kReason, ks::close_reason::kFramingError, nullptr, nullptr,
+   &T::closed_framing, Which::kTcp},
+  {&ks::kPeerConnectionsTotal, ks::kLabelEvent, ks::peer_event::kConnected,
+   &S::peer_connections_connected, nullptr, nullptr, Which::kTcp},
+  {&ks::kPeerConnectionsTotal, ks::kLabelEvent, ks::peer_event::kFailed,
+   &S::peer_connections_failed, nullptr, nullptr, Which::kTcp},
+  {&ks::kPeerConnectionsTotal, ks::kLabelEvent, ks::peer_event::kAccepted,
+   &S::peer_connections_accepted, nullptr, nullptr, Which::kTcp},
+  {&ks::kPeerConnectionsTotal, ks::kLabelEvent, ks::peer_event::kRefused,
+   &S::peer_connections_refused, nullptr, nullptr, Which::kTcp},
+  {&ks::kPeerConnectionsTotal, ks::kLabelEvent, ks::peer_event::kBound,
+   &S::peer_connections_bound, nullptr, nullptr, Which::kTcp},
+  {&ks::kPeerConnectionsTotal, ks::kLabelEvent, ks::peer_event::kUnbound,
+   &S::peer_connections_unbound, nullptr, nullptr, Which::kTcp},
+  {&ks::kPeerConnectionsTotal, ks::kLabelEvent, ks::peer_event::kHandedOver, nullptr, nullptr,
+   &T::handed_over, Which::kTcp},
+  {&ks::kPeerConnectionsTotal, ks::kLabelEvent, ks::peer_event::kHeld,
+   &S::connection_reads_held, nullptr, nullptr, Which::kTcp},
+};
+// clang-format on
+
+// Each family's rows together, so that listenerFamilies() makes each family once.
+constexpr bool rowsOfAFamilyAreTogether() {
+  for (size_t i = 0; i < std::size(kListenerRows); ++i) {
+    for (size_t j = i + 2; j < std::size(kListenerRows); ++j) {
+      if (kListenerRows[j].spec == kListenerRows[i].spec &&
+          kListenerRows[j - 1].spec != kListenerRows[i].spec) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+static_assert(rowsOfAFamilyAreTogether(), "kListenerRows: keep a family's rows together");
+
+bool applies(Which which, const worker::ListenerSpec& l) {
+  switch (which) {
+    case Which::kAll:
+      return true;
+    case Which::kTurnUdp:
+      return l.protocol == TransportProtocol::kUdp && !l.tls;
+    case Which::kTcp:
+      return l.protocol == TransportProtocol::kTcp;
+  }
+  return false;
+}
+
+// The families of kListenerRows, each once, in the table's order, with every listener's samples.
+std::vector<admin::MetricFamily> listenerFamilies(const worker::WorkerStats& stats,
+                                                  const worker::ConfigSnapshot& snapshot) {
+  std::vector<admin::MetricFamily> out;
+  std::vector<const admin::MetricSpec*> specs;
+  for (const ListenerRow& row : kListenerRows) {
+    if (specs.empty() || specs.back() != row.spec) {
+      specs.push_back(row.spec);
+      out.push_back(admin::familyOf(*row.spec));
+    }
+  }
+  for (const worker::ListenerSpec& l : snapshot.listeners) {
+    const worker::ListenerTraffic& t = at(stats.traffic, l.id);
+    const turn::ServerStats& s = at(stats.turn_by_listener, l.id);
+    size_t family = 0;
+    for (const ListenerRow& row : kListenerRows) {
+      if (specs[family] != row.spec) ++family;
+      if (!applies(row.which, l)) continue;
+      uint64_t value = row.counter != nullptr ? s.*row.counter : t.*row.traffic;
+      if (row.plus != nullptr) value += s.*row.plus;
+      out[family].samples.push_back(
+          {row.label.empty() ? labels({{ks::kLabelListener, l.name}})
+                             : labels({{ks::kLabelListener, l.name}, {row.label, row.value}}),
+           static_cast<double>(value)});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
-                                              const worker::ConfigSnapshot& dataplane,
+                                              const worker::ConfigSnapshot& snapshot,
                                               const admin::CapacityReport& capacity) {
   namespace st = admin::stunner;
-  namespace ks = admin::kturn_series;
   std::vector<admin::MetricFamily> out;
 
   auto active = admin::familyOf(st::kAllocationsActive);
@@ -43,27 +200,10 @@ std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
   auto connections_total = admin::familyOf(st::kListenerConnectionsTotal);
   auto packets = admin::familyOf(st::kListenerPacketsTotal);
   auto bytes = admin::familyOf(st::kListenerBytesTotal);
-  auto created = admin::familyOf(ks::kAllocationsCreatedTotal);
-  auto expired = admin::familyOf(ks::kAllocationsExpiredTotal);
-  auto ended = admin::familyOf(ks::kAllocationsEndedTotal);
-  auto rejected = admin::familyOf(ks::kAllocationsRejectedTotal);
-  auto permissions_rejected = admin::familyOf(ks::kPermissionsRejectedTotal);
-  auto auth = admin::familyOf(ks::kAuthFailuresTotal);
-  auto blocked = admin::familyOf(ks::kSourcesBlockedTotal);
-  auto mobility = admin::familyOf(ks::kMobilityTotal);
   auto info = admin::familyOf(ks::kDataplaneInfo);
-  info.samples.push_back({labels({{ks::kLabelRegion, dataplane.region}}), 1});
-  auto relayed_packets = admin::familyOf(ks::kRelayedPacketsTotal);
-  auto relayed_bytes = admin::familyOf(ks::kRelayedBytesTotal);
-  auto drops = admin::familyOf(ks::kDropsTotal);
-  auto closed = admin::familyOf(ks::kConnectionsClosedTotal);
-  auto peer_connections = admin::familyOf(ks::kPeerConnectionsTotal);
-  auto offload_packets = admin::familyOf(ks::kOffloadRelayedPacketsTotal);
-  auto offload_bytes = admin::familyOf(ks::kOffloadRelayedBytesTotal);
-  auto offload_refused = admin::familyOf(ks::kOffloadRefusedTotal);
-  for (const worker::ListenerSpec& l : dataplane.listeners) {
+  info.samples.push_back({labels({{ks::kLabelRegion, snapshot.region}}), 1});
+  for (const worker::ListenerSpec& l : snapshot.listeners) {
     const worker::ListenerTraffic& t = at(stats.traffic, l.id);
-    const turn::ServerStats& s = at(stats.turn_by_listener, l.id);
     const std::string_view name = l.name;
     connections.samples.push_back(
         {labels({{st::kLabelName, name}}), static_cast<double>(t.connections)});
@@ -81,108 +221,11 @@ std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
     bytes.samples.push_back(
         {labels({{st::kLabelDirection, st::kDirectionTx}, {st::kLabelName, name}}),
          static_cast<double>(t.tx_bytes)});
-
-    const auto listener = [&](std::string_view key = {}, std::string_view value = {}) {
-      return key.empty() ? labels({{ks::kLabelListener, name}})
-                         : labels({{ks::kLabelListener, name}, {key, value}});
-    };
-    created.samples.push_back({listener(), static_cast<double>(s.allocations_created)});
-    expired.samples.push_back({listener(), static_cast<double>(s.allocations_expired)});
-    for (const auto& [reason, value] :
-         {std::pair{ks::end_reason::kDeleted, s.allocations_deleted},
-          std::pair{ks::end_reason::kExpired, s.allocations_expired},
-          std::pair{ks::end_reason::kListenerClosed, s.allocations_closed},
-          std::pair{ks::end_reason::kConnectionClosed, s.allocations_disconnected}}) {
-      ended.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
-    }
-    rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kQuotaReached),
-                                static_cast<double>(s.allocations_rejected_quota)});
-    rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kSourceQuotaReached),
-                                static_cast<double>(s.allocations_rejected_source_quota)});
-    rejected.samples.push_back(
-        {listener(ks::kLabelReason, ks::reject_reason::kInsufficientCapacity),
-         static_cast<double>(s.allocations_rejected_capacity)});
-    rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kTryAlternate),
-                                static_cast<double>(s.allocations_redirected)});
-    rejected.samples.push_back({listener(ks::kLabelReason, ks::reject_reason::kForbidden),
-                                static_cast<double>(s.permission_denied)});
-    permissions_rejected.samples.push_back(
-        {listener(ks::kLabelReason, ks::capacity_reason::kPermissionLimit),
-         static_cast<double>(s.permissions_rejected_capacity)});
-    permissions_rejected.samples.push_back(
-        {listener(ks::kLabelReason, ks::capacity_reason::kChannelLimit),
-         static_cast<double>(s.channels_rejected_capacity)});
-    blocked.samples.push_back({listener(), static_cast<double>(s.sources_blocked)});
-    mobility.samples.push_back({listener(ks::kLabelOutcome, ks::mobility_outcome::kMoved),
-                                static_cast<double>(s.mobility_moves)});
-    mobility.samples.push_back({listener(ks::kLabelOutcome, ks::mobility_outcome::kRefused),
-                                static_cast<double>(s.mobility_refused)});
-    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kUnknownUser),
-                            static_cast<double>(s.auth_unknown_user)});
-    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kBadIntegrity),
-                            static_cast<double>(s.auth_bad_integrity)});
-    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kStaleNonce),
-                            static_cast<double>(s.auth_stale_nonce)});
-    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kExpiredCredential),
-                            static_cast<double>(s.auth_expired)});
-    auth.samples.push_back({listener(ks::kLabelReason, ks::auth_reason::kThrottled),
-                            static_cast<double>(s.auth_throttled)});
-    relayed_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionRx),
-                                       static_cast<double>(s.client_packets_relayed)});
-    relayed_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
-                                       static_cast<double>(s.peer_packets_relayed)});
-    relayed_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionRx),
-                                     static_cast<double>(s.client_bytes_relayed)});
-    relayed_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
-                                     static_cast<double>(s.peer_bytes_relayed)});
-    if (l.protocol == TransportProtocol::kUdp && !l.tls) {  // TURN-UDP: what the kernel can relay
-      offload_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionRx),
-                                         static_cast<double>(s.offload_packets_to_peer)});
-      offload_packets.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
-                                         static_cast<double>(s.offload_packets_to_client)});
-      offload_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionRx),
-                                       static_cast<double>(s.offload_bytes_to_peer)});
-      offload_bytes.samples.push_back({listener(ks::kLabelDirection, st::kDirectionTx),
-                                       static_cast<double>(s.offload_bytes_to_client)});
-      offload_refused.samples.push_back(
-          {listener(), static_cast<double>(s.channels_offload_refused)});
-    }
-    for (const auto& [reason, value] :
-         {std::pair{ks::drop_reason::kNoPermission, s.drop_no_permission},
-          std::pair{ks::drop_reason::kPeerNotAllowed, s.drop_peer_denied},
-          std::pair{ks::drop_reason::kNoAllocation, s.drop_no_allocation},
-          std::pair{ks::drop_reason::kUnboundChannel, s.drop_unknown_channel},
-          std::pair{ks::drop_reason::kMalformed, s.drop_malformed + s.drop_not_turn},
-          std::pair{ks::drop_reason::kOverBandwidth, s.drop_over_bandwidth}}) {
-      drops.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
-    }
-    if (l.protocol == TransportProtocol::kTcp) {
-      for (const auto& [reason, value] :
-           {std::pair{ks::close_reason::kConnectionLimit, t.closed_limit},
-            std::pair{ks::close_reason::kIdleTimeout, t.closed_idle},
-            std::pair{ks::close_reason::kHandshakeTimeout, t.closed_handshake},
-            std::pair{ks::close_reason::kTlsError, t.closed_tls},
-            std::pair{ks::close_reason::kFramingError, t.closed_framing}}) {
-        closed.samples.push_back({listener(ks::kLabelReason, reason), static_cast<double>(value)});
-      }
-      for (const auto& [event, value] :
-           {std::pair{ks::peer_event::kConnected, s.peer_connections_connected},
-            std::pair{ks::peer_event::kFailed, s.peer_connections_failed},
-            std::pair{ks::peer_event::kAccepted, s.peer_connections_accepted},
-            std::pair{ks::peer_event::kRefused, s.peer_connections_refused},
-            std::pair{ks::peer_event::kBound, s.peer_connections_bound},
-            std::pair{ks::peer_event::kUnbound, s.peer_connections_unbound},
-            std::pair{ks::peer_event::kHandedOver, t.handed_over},
-            std::pair{ks::peer_event::kHeld, s.connection_reads_held}}) {
-        peer_connections.samples.push_back(
-            {listener(ks::kLabelEvent, event), static_cast<double>(value)});
-      }
-    }
   }
   // STUNner's cluster series: traffic relayed to (tx) and from (rx) each cluster's peers.
   auto cluster_packets = admin::familyOf(st::kClusterPacketsTotal);
   auto cluster_bytes = admin::familyOf(st::kClusterBytesTotal);
-  const auto& names = dataplane.turn->cluster_names;
+  const auto& names = snapshot.turn->cluster_names;
   for (size_t id = 1; id < names.size(); ++id) {
     if (names[id].empty()) continue;  // a cluster of an earlier config
     const turn::TrafficCounters& t = at(stats.clusters, id);
@@ -238,36 +281,13 @@ std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
     offload_outcomes.samples.push_back(
         {labels({{ks::kLabelOutcome, ks::kOffloadOutcomes[i]}}), static_cast<double>(value)});
   }
-  for (auto* f : {&connections,
-                  &connections_total,
-                  &packets,
-                  &bytes,
-                  &cluster_packets,
-                  &cluster_bytes,
-                  &created,
-                  &expired,
-                  &ended,
-                  &rejected,
-                  &permissions_rejected,
-                  &auth,
-                  &blocked,
-                  &mobility,
-                  &info,
-                  &capacity_over,
-                  &capacity_headroom,
-                  &relayed_packets,
-                  &relayed_bytes,
-                  &drops,
-                  &closed,
-                  &peer_connections,
-                  &offload_packets,
-                  &offload_bytes,
-                  &offload_refused,
-                  &offload_channels,
-                  &offload_outcomes,
-                  &gso,
-                  &gro,
-                  &durations}) {
+  for (auto* f :
+       {&connections, &connections_total, &packets, &bytes, &cluster_packets, &cluster_bytes}) {
+    out.push_back(std::move(*f));
+  }
+  for (auto& f : listenerFamilies(stats, snapshot)) out.push_back(std::move(f));
+  for (auto* f : {&info, &capacity_over, &capacity_headroom, &offload_channels, &offload_outcomes,
+                  &gso, &gro, &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

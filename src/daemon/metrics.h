@@ -13,7 +13,7 @@ namespace kturn::daemon {
 
 // `capacity`: the readiness marks' state (admin.capacity), for kturn_capacity_*.
 std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
-                                              const worker::ConfigSnapshot& dataplane,
+                                              const worker::ConfigSnapshot& snapshot,
                                               const admin::CapacityReport& capacity = {});
 
 }  // namespace kturn::daemon

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace kturn::daemon {
@@ -109,6 +111,82 @@ TEST(MetricsTest, PeerConnectionsOfTcpAllocationsAreExportedByEvent) {
   EXPECT_EQ(peer("unbound"), 6);
   EXPECT_EQ(peer("handed_over"), 7);
   EXPECT_EQ(peer("held"), 8);
+}
+
+}  // namespace
+}  // namespace kturn::daemon
+
+namespace kturn::daemon {
+namespace {
+
+// Every series admin/kturn_metrics.h declares comes out of buildMetrics exactly once (HELP and
+// TYPE with it), for a config with a TURN-UDP and a TURN-TCP listener; none comes out twice.
+TEST(MetricsTest, EveryDeclaredSeriesIsExportedOnce) {
+  worker::ConfigSnapshot snapshot;
+  worker::ListenerSpec udp;
+  udp.id = 1;
+  udp.name = "udp";
+  worker::ListenerSpec tcp;
+  tcp.id = 2;
+  tcp.name = "tcp";
+  tcp.protocol = TransportProtocol::kTcp;
+  snapshot.listeners = {udp, tcp};
+  snapshot.turn = std::make_shared<const turn::ServerConfig>();
+  const auto families = buildMetrics(worker::WorkerStats{}, snapshot);
+  std::map<std::string, int> seen;
+  for (const admin::MetricFamily& f : families) ++seen[f.name];
+  for (const admin::MetricSpec* spec : admin::kturn_series::kAllSeries) {
+    EXPECT_EQ(seen[std::string(spec->name)], 1) << spec->name;
+  }
+  for (const auto& [name, count] : seen) EXPECT_EQ(count, 1) << name;
+}
+
+// Each counter of the TURN core reaches its own sample: set one at a time, only that sample
+// moves (a row of the table reading the wrong counter fails here). By design two samples are
+// shared or doubled: malformed drops add drop_malformed and drop_not_turn, and an expiry counts
+// in kturn_allocations_expired_total and kturn_allocations_ended_total{reason="expired"}.
+TEST(MetricsTest, EachTurnCounterMovesOneSample) {
+  worker::ConfigSnapshot snapshot;
+  worker::ListenerSpec udp;
+  udp.id = 1;
+  udp.name = "udp";
+  snapshot.listeners = {udp};
+  snapshot.turn = std::make_shared<const turn::ServerConfig>();
+  const auto total = [&](const worker::WorkerStats& stats) {
+    std::map<std::string, double> out;
+    for (const admin::MetricFamily& f : buildMetrics(stats, snapshot)) {
+      if (!f.name.starts_with("kturn_") || f.name == "kturn_dataplane_info") continue;
+      for (const admin::Sample& s : f.samples) {
+        std::string key = f.name;
+        for (const auto& [k, v] : s.labels) key += "," + k + "=" + v;
+        out[key] = s.value;
+      }
+    }
+    return out;
+  };
+  const auto zero = total(worker::WorkerStats{});
+  std::set<std::string> moved_samples;
+  int exported = 0;
+#define KTURN_CHECK_COUNTER(name, help)                                                           \
+  {                                                                                               \
+    worker::WorkerStats stats;                                                                    \
+    stats.turn_by_listener.resize(2);                                                             \
+    stats.turn_by_listener[1].name = 7;                                                           \
+    std::vector<std::string> moved;                                                               \
+    for (const auto& [key, value] : total(stats)) {                                               \
+      if (value != zero.at(key)) moved.push_back(key);                                            \
+    }                                                                                             \
+    EXPECT_LE(moved.size(), std::string_view(#name) == "allocations_expired" ? 2u : 1u) << #name; \
+    for (const std::string& key : moved) {                                                        \
+      EXPECT_EQ(total(stats).at(key), 7) << #name << " -> " << key;                               \
+      EXPECT_TRUE(moved_samples.insert(key).second || key.ends_with("reason=malformed"))          \
+          << key << " also moves for " #name;                                                     \
+    }                                                                                             \
+    exported += moved.empty() ? 0 : 1;                                                            \
+  }
+  KTURN_SERVER_COUNTERS(KTURN_CHECK_COUNTER)
+#undef KTURN_CHECK_COUNTER
+  EXPECT_GE(exported, 30);
 }
 
 }  // namespace

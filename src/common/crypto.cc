@@ -13,6 +13,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -85,9 +86,6 @@ std::array<uint8_t, H::kSize> hmac(ByteSpan key, std::initializer_list<ByteSpan>
   return out;
 }
 
-constexpr char kBase64Alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 }  // namespace
 
 Sha1Digest hmacSha1(ByteSpan key, std::initializer_list<ByteSpan> parts) {
@@ -107,56 +105,29 @@ bool equalConstantTime(ByteSpan a, ByteSpan b) {
 }
 
 std::string base64Encode(ByteSpan data) {
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= data.size(); i += 3) {
-    const uint32_t v = (data[i] << 16) | (data[i + 1] << 8) | data[i + 2];
-    out += kBase64Alphabet[(v >> 18) & 63];
-    out += kBase64Alphabet[(v >> 12) & 63];
-    out += kBase64Alphabet[(v >> 6) & 63];
-    out += kBase64Alphabet[v & 63];
-  }
-  const size_t rest = data.size() - i;
-  if (rest > 0) {
-    uint32_t v = data[i] << 16;
-    if (rest == 2) v |= data[i + 1] << 8;
-    out += kBase64Alphabet[(v >> 18) & 63];
-    out += kBase64Alphabet[(v >> 12) & 63];
-    out += rest == 2 ? kBase64Alphabet[(v >> 6) & 63] : '=';
-    out += '=';
-  }
+  std::string out((data.size() + 2) / 3 * 4 + 1, '\0');  // EVP_EncodeBlock adds a NUL
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data.data(),
+                                static_cast<int>(data.size()));
+  out.resize(static_cast<size_t>(std::max(n, 0)));
   return out;
 }
 
 std::optional<std::vector<uint8_t>> base64Decode(std::string_view text) {
+  // OpenSSL's decoder is lenient (it takes '=' anywhere, trailing whitespace): the strict form
+  // of Go's base64.StdEncoding is checked here, the decoding is OpenSSL's.
   if (text.size() % 4 != 0) return std::nullopt;
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::vector<uint8_t> out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    const bool last = i + 4 == text.size();
-    const int pad = (text[i + 3] == '=') + (text[i + 2] == '=');
-    if (pad > 0 && !last) return std::nullopt;
-    if (text[i + 2] == '=' && text[i + 3] != '=') return std::nullopt;
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = text[i + k];
-      const int d = (c == '=' && k >= 4 - pad) ? 0 : value(c);
-      if (d < 0) return std::nullopt;
-      v = (v << 6) | static_cast<uint32_t>(d);
-    }
-    out.push_back(static_cast<uint8_t>(v >> 16));
-    if (pad < 2) out.push_back(static_cast<uint8_t>(v >> 8));
-    if (pad < 1) out.push_back(static_cast<uint8_t>(v));
+  const size_t pad = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
+  for (size_t i = 0; i < text.size() - pad; ++i) {
+    const char c = text[i];
+    const bool alphabet = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                          (c >= '0' && c <= '9') || c == '+' || c == '/';
+    if (!alphabet) return std::nullopt;
   }
+  std::vector<uint8_t> out(text.size() / 4 * 3);
+  const int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0 || static_cast<size_t>(n) < pad) return std::nullopt;
+  out.resize(static_cast<size_t>(n) - pad);
   return out;
 }
 

@@ -1,4 +1,5 @@
-// Base64 (RFC 4648 §4, standard alphabet, padded) for the TLS material in listener configs.
+// Base64 (RFC 4648 §4, standard alphabet, padded) for the TLS material in listener configs, as
+// strings: crypto::base64Decode/base64Encode (OpenSSL's) with PEM-style line breaks skipped.
 // Used by src/config and by the daemon, which decodes listener certificates.
 #pragma once
 

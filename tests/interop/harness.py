@@ -1095,6 +1095,22 @@ class KturndServer(Server):
                       workdir: Optional[str] = None) -> "KturndServer":
         return cls(binary, cls.config_for(s), workdir=workdir, settings=s)
 
+    def reload(self, config: Optional[dict] = None, applied: int = 1,
+               timeout: float = 10.0) -> None:
+        """SIGHUP, with `config` first written over the file the way ConfigMap updates and editors
+        do (a new file renamed over it); waits until kturnd has logged "config applied" at least
+        `applied` times."""
+        if config is not None:
+            self.config = config
+            with open(self.config_path + ".new", "w") as f:
+                f.write(to_yaml(config) + "\n")
+            os.rename(self.config_path + ".new", self.config_path)
+        os.kill(self.proc.proc.pid, signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while self.proc.output().count("config applied") < applied:
+            check(time.monotonic() < deadline, f"kturnd did not apply the config within {timeout} s")
+            time.sleep(0.05)
+
     def argv(self) -> List[str]:
         with open(self.config_path, "w") as f:
             f.write(to_yaml(self.config) + "\n")

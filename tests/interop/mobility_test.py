@@ -22,7 +22,6 @@ reaches the other worker than the one holding its allocation (SO_REUSEPORT hashe
 import argparse
 import os
 import re
-import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -140,10 +139,7 @@ def body(args, workdir):
 
         # 3. Mobility off.
         del config["admin"]["mobility"]
-        ops_test.replace_config(s.config_path, config)
-        os.kill(s.proc.proc.pid, signal.SIGHUP)
-        ops_test.wait_for(lambda: s.proc.output().count("config applied") >= 1, 5,
-                          "kturnd to apply the config without mobility")
+        s.reload(config)
         with h.TurnClient(s.address, h.STATIC_USER, h.STATIC_PASS) as late:
             got = code(allocate_mobile(late))
             h.check(got == 405, f"Allocate asking for mobility with it off: {got}, want 405")

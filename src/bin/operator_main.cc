@@ -30,6 +30,7 @@
 #include "k8s/api_client.h"
 #include "k8s/leader_elector.h"
 #include "k8s/rest_config.h"
+#include "kturn/host_port.h"
 #include "operator/cds_authorizer.h"
 #include "operator/cds_tls.h"
 #include "operator/controller.h"
@@ -62,17 +63,11 @@ kturn::Result<kturn::k8s::RestConfig> restConfig(const std::string& kubeconfig,
 
 // ":13478", "0.0.0.0:13478", "[::]:13478", "127.0.0.1:0".
 bool parseListenAddress(const std::string& text, std::string& host, uint16_t& port) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos) return false;
-  host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (host.empty()) host = "0.0.0.0";
-  char* end = nullptr;
-  const long p = std::strtol(text.c_str() + colon + 1, &end, 10);
-  if (*end != '\0' || p < 0 || p > 65535) return false;
-  port = static_cast<uint16_t>(p);
+  const auto split = kturn::splitHostPort(text);
+  const auto number = split && split->port ? kturn::parsePort(*split->port) : std::nullopt;
+  if (!number) return false;
+  host = split->host.empty() ? "0.0.0.0" : std::string(split->host);
+  port = *number;
   return true;
 }
 

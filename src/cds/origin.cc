@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
+
+#include "kturn/host_port.h"
 
 namespace kturn::cds {
 namespace {
@@ -61,39 +62,16 @@ Result<Origin> parseOrigin(std::string_view origin) {
   std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
   if (authority.find('@') != std::string_view::npos)
     return invalid(origin, "user info not allowed");
-  std::string_view host;
-  std::string_view port;
-  bool has_port = false;
-  if (!authority.empty() && authority.front() == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return invalid(origin, "missing ']' in IPv6 address");
-    host = authority.substr(1, close - 1);
-    const std::string_view tail = authority.substr(close + 1);
-    if (!tail.empty() && tail.front() != ':') return invalid(origin, "junk after IPv6 address");
-    if (!tail.empty()) {
-      port = tail.substr(1);
-      has_port = true;
-    }
-  } else {
-    const size_t colon = authority.rfind(':');
-    if (colon != std::string_view::npos && authority.find(':') != colon) {
-      return invalid(origin, "IPv6 addresses must be written in brackets");
-    }
-    host = authority.substr(0, colon);
-    if (colon != std::string_view::npos) {
-      port = authority.substr(colon + 1);
-      has_port = true;
-    }
+  if (!authority.starts_with('[') && authority.find(':') != authority.rfind(':')) {
+    return invalid(origin, "IPv6 addresses must be written in brackets");
   }
-  if (!host.empty()) out.host = std::string(host);
-  if (has_port) {
-    unsigned value = 0;
-    const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (port.empty() || ec != std::errc{} || end != port.data() + port.size() || value == 0 ||
-        value > 65535) {
-      return invalid(origin, "port must be 1-65535");
-    }
-    out.port = static_cast<uint16_t>(value);
+  const auto split = splitHostPort(authority);
+  if (!split) return invalid(origin, split.error().message + " in IPv6 address");
+  if (!split->host.empty()) out.host = std::string(split->host);
+  if (split->port) {
+    const auto port = parsePort(*split->port);
+    if (!port || *port == 0) return invalid(origin, "port must be 1-65535");
+    out.port = *port;
   }
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include "config/text_util.h"
 #include "config/turn_uri.h"
+#include "kturn/host_port.h"
 #include "net/sockaddr.h"
 
 namespace kturn::cli {
@@ -91,39 +92,20 @@ Result<TransportAddress> resolveUdpAddress(std::string_view text) {
     return makeError(Error::Code::kInvalidArgument,
                      config::quoteText(text) + ": only udp:// addresses are supported");
   }
-  std::string host;
-  std::string_view port_text;
-  if (rest.starts_with('[')) {
-    const size_t close = rest.find(']');
-    if (close == std::string_view::npos || rest.substr(close + 1, 1) != ":") {
-      return makeError(Error::Code::kInvalidArgument,
-                       config::quoteText(text) + ": want udp://[IPv6]:port");
-    }
-    host = std::string(rest.substr(1, close - 1));
-    port_text = rest.substr(close + 2);
-  } else {
-    const size_t colon = rest.rfind(':');
-    if (colon == std::string_view::npos) {
-      return makeError(Error::Code::kInvalidArgument,
-                       config::quoteText(text) + ": want udp://host:port");
-    }
-    host = std::string(rest.substr(0, colon));
-    port_text = rest.substr(colon + 1);
+  const auto split = splitHostPort(rest);
+  if (!split || !split->port) {
+    return makeError(Error::Code::kInvalidArgument,
+                     config::quoteText(text) + (rest.starts_with('[') ? ": want udp://[IPv6]:port"
+                                                                      : ": want udp://host:port"));
   }
-  int port = 0;
-  for (char c : port_text) {
-    if (c < '0' || c > '9' || port > 65535) {
-      port = -1;
-      break;
-    }
-    port = port * 10 + (c - '0');
-  }
-  if (port_text.empty() || port < 0 || port > 65535) {
+  const std::string host(split->host);
+  const auto port = parsePort(*split->port);
+  if (!port) {
     return makeError(Error::Code::kInvalidArgument, config::quoteText(text) + ": bad port");
   }
   auto ip = resolveHost(host);
   if (!ip) return ip.error();
-  return TransportAddress{*ip, static_cast<uint16_t>(port)};
+  return TransportAddress{*ip, *port};
 }
 
 Result<std::unique_ptr<client::TurnClient>> connectTurn(const TurnTarget& target,

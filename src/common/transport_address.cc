@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "kturn/host_port.h"
+
 namespace kturn {
 
 IpAddress IpAddress::v4(std::array<uint8_t, 4> bytes) {
@@ -83,29 +85,12 @@ std::string TransportAddress::toString() const {
 }
 
 std::optional<TransportAddress> TransportAddress::parse(std::string_view text) {
-  std::string_view host;
-  std::string_view port_text;
-  if (!text.empty() && text.front() == '[') {
-    const size_t close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return std::nullopt;
-    }
-    host = text.substr(1, close - 1);
-    port_text = text.substr(close + 2);
-  } else {
-    const size_t colon = text.rfind(':');
-    if (colon == std::string_view::npos) return std::nullopt;
-    host = text.substr(0, colon);
-    port_text = text.substr(colon + 1);
-  }
-  const auto ip = IpAddress::parse(host);
-  unsigned port = 0;
-  const auto [ptr, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (!ip || ec != std::errc() || ptr != port_text.data() + port_text.size() || port > 65535) {
-    return std::nullopt;
-  }
-  return TransportAddress{*ip, static_cast<uint16_t>(port)};
+  const auto split = splitHostPort(text);
+  if (!split || !split->port) return std::nullopt;
+  const auto ip = IpAddress::parse(split->host);
+  const auto port = parsePort(*split->port);
+  if (!ip || !port) return std::nullopt;
+  return TransportAddress{*ip, *port};
 }
 
 }  // namespace kturn

@@ -1,6 +1,7 @@
 #include "config/turn_uri.h"
 
 #include "config/text_util.h"
+#include "kturn/host_port.h"
 
 namespace kturn::config {
 namespace {
@@ -90,19 +91,10 @@ Result<TurnUri> parseTurnUri(std::string_view uri) {
     out.password = std::move(*pass);
   }
 
-  std::string_view port_text;
-  if (!authority.empty() && authority.front() == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string_view::npos) return badUri(uri, "missing ']' in host");
-    out.host = std::string(authority.substr(1, close - 1));
-    const std::string_view tail = authority.substr(close + 1);
-    if (!tail.empty() && tail.front() != ':') return badUri(uri, "junk after host");
-    if (!tail.empty()) port_text = tail.substr(1);
-  } else {
-    const size_t colon = authority.rfind(':');
-    out.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
-  }
+  const auto split = splitHostPort(authority);
+  if (!split) return badUri(uri, split.error().message + " in host");
+  out.host = std::string(split->host);
+  const std::string_view port_text = split->port.value_or("");
   if (out.host.empty()) return badUri(uri, "missing host");
 
   const std::string transport = toLower(queryValue(query, "transport").value_or("udp"));

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/crypto.h"
+#include "kturn/host_port.h"
 
 namespace kturn::k8s {
 namespace {
@@ -79,28 +80,19 @@ Result<RestConfig> parseServerUrl(const std::string& url) {
     }
     rest.resize(slash);
   }
-  std::string port;
-  if (!rest.empty() && rest[0] == '[') {
-    const size_t close = rest.find(']');
-    if (close == std::string::npos) {
-      return makeError(Error::Code::kInvalidArgument, "server " + url + ": unclosed [");
-    }
-    out.host = rest.substr(1, close - 1);
-    if (close + 1 < rest.size() && rest[close + 1] == ':') port = rest.substr(close + 2);
-  } else {
-    const size_t colon = rest.rfind(':');
-    out.host = rest.substr(0, colon);
-    if (colon != std::string::npos) port = rest.substr(colon + 1);
+  const auto split = splitHostPort(rest);
+  if (!split) {
+    return makeError(Error::Code::kInvalidArgument, "server " + url + ": " + split.error().message);
   }
+  out.host = std::string(split->host);
   if (out.host.empty())
     return makeError(Error::Code::kInvalidArgument, "server " + url + ": no host");
-  if (!port.empty()) {
-    char* end = nullptr;
-    const long p = std::strtol(port.c_str(), &end, 10);
-    if (*end != '\0' || p < 1 || p > 65535) {
+  if (split->port && !split->port->empty()) {
+    const auto port = parsePort(*split->port);
+    if (!port || *port == 0) {
       return makeError(Error::Code::kInvalidArgument, "server " + url + ": bad port");
     }
-    out.port = static_cast<uint16_t>(p);
+    out.port = *port;
   }
   return out;
 }

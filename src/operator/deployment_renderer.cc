@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "kturn/host_port.h"
 #include "operator/service_renderer.h"
 #include "operator/well_known.h"
 
@@ -136,16 +137,12 @@ bool cdsOpen(const k8s::Gateway& gateway) {
 std::string configDiscoveryUrl(const std::string& address, bool tls) {
   std::string host = address;
   std::string port = "13478";
-  const size_t colon = address.rfind(':');
-  const bool bracketed = !address.empty() && address.front() == '[';
-  const bool bareIpv6 = std::count(address.begin(), address.end(), ':') > 1 && !bracketed;
-  if (!bareIpv6 && colon != std::string::npos) {
-    host = address.substr(0, colon);
-    port = address.substr(colon + 1);
-    if (port.empty()) port = "13478";
-  }
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
+  // A bare IPv6 address ("fd00::1") is all host.
+  const bool bareIpv6 =
+      !address.starts_with('[') && std::count(address.begin(), address.end(), ':') > 1;
+  if (const auto split = splitHostPort(address); split && !bareIpv6) {
+    host = std::string(split->host);
+    if (split->port && !split->port->empty()) port = std::string(*split->port);
   }
   if (host.find(':') != std::string::npos) host = "[" + host + "]";
   return (tls ? "https://" : "http://") + host + ":" + port;

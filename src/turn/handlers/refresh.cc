@@ -117,8 +117,14 @@ std::optional<MovedAllocation> Server::release(Request& req, const MobilityTicke
   // alone moves nothing).
   if (!authenticate(req, a)) return std::nullopt;
   if (rejectUnknownAttributes(req)) return std::nullopt;
-  withdrawChannels(*a);  // counts what the kernel relayed for them, here
   MovedAllocation moved{.allocation = nullptr, .relay = relays_.detach(a->id)};
+  if (!moved.relay) {
+    // Only UDP relays move, and only their allocations get tickets: cannot be, but an answer
+    // beats an allocation without its relay.
+    respondError(req, stun::error::kServerError);
+    return std::nullopt;
+  }
+  withdrawChannels(*a);  // counts what the kernel relayed for them, here
   by_mobility_.erase(it);
   user_quota_.release(a->username);
   moved.allocation = allocations_.take(a->id);

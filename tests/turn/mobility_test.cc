@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "turn/mobility_ticket.h"
 #include "stun/channel_data.h"
+#include "turn/mobility_ticket.h"
 #include "turn_test_support.h"
 
 namespace kturn::turn::testing {

@@ -11,22 +11,13 @@
 
 #include "common/nesting.h"
 #include "common/utf8.h"
+#include "common/yaml_to_json.h"
 
 namespace kturn::k8s {
 namespace {
 
-// Bounds on what a hostile manifest can make us do: stack depth and alias expansion.
-constexpr int kMaxDepth = 64;
-constexpr size_t kMaxNodes = 1'000'000;
-
 Error malformed(std::string message) {
   return makeError(Error::Code::kMalformed, std::move(message));
-}
-
-std::string where(const YAML::Mark& mark) {
-  if (mark.is_null()) return "";
-  return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1) +
-         ": ";
 }
 
 bool isOneOf(const std::string& s, std::initializer_list<const char*> options) {
@@ -100,46 +91,6 @@ Json resolveScalar(const YAML::Node& node) {
   // Other explicit tags (!!int, !!bool, custom): resolve the text as if plain.
   return resolvePlain(text);
 }
-
-class YamlConverter {
- public:
-  Result<Json> convert(const YAML::Node& node, int depth) {
-    if (depth > kMaxDepth) return malformed("yaml: document nests deeper than 64 levels");
-    if (++nodes_ > kMaxNodes) return malformed("yaml: document expands to too many nodes");
-    switch (node.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        return Json(nullptr);
-      case YAML::NodeType::Scalar:
-        return resolveScalar(node);
-      case YAML::NodeType::Sequence: {
-        Json out = Json::array();
-        for (const YAML::Node& item : node) {
-          auto v = convert(item, depth + 1);
-          if (!v) return v;
-          out.push_back(std::move(*v));
-        }
-        return out;
-      }
-      case YAML::NodeType::Map: {
-        Json out = Json::object();
-        for (const auto& item : node) {
-          if (!item.first.IsScalar()) {
-            return malformed("yaml: " + where(item.first.Mark()) + "mapping keys must be scalars");
-          }
-          auto v = convert(item.second, depth + 1);
-          if (!v) return v;
-          out[item.first.Scalar()] = std::move(*v);
-        }
-        return out;
-      }
-    }
-    return Json(nullptr);
-  }
-
- private:
-  size_t nodes_ = 0;
-};
 
 // The documents of a YAML stream, cut at the document markers: a line that is `---` or starts
 // with `--- `, and `...` lines. At column 0 these end any document, even inside a block scalar
@@ -220,7 +171,7 @@ Result<void> collect(Json doc, size_t index, std::vector<Object>& out) {
 }  // namespace
 
 Result<std::vector<Json>> readYamlDocuments(std::string_view text) {
-  if (nestsTooDeep(text, 4 * kMaxDepth)) return malformed("yaml: brackets nest too deeply");
+  if (nestsTooDeep(text, 4 * kYamlMaxDepth)) return malformed("yaml: brackets nest too deeply");
   // go-yaml (and so kubectl) refuses text that is not UTF-8; yaml-cpp would pass the bytes
   // through into names that no API server could hold.
   if (const std::optional<size_t> bad = firstInvalidUtf8(text)) {
@@ -236,12 +187,13 @@ Result<std::vector<Json>> readYamlDocuments(std::string_view text) {
     for (const std::string& document : splitDocuments(text)) {
       const YAML::Node node = YAML::Load(document);
       if (node.IsNull()) continue;  // an empty document, or only comments
-      auto doc = YamlConverter().convert(node, 0);
+      // Each document has the node budget of YamlToJson to itself.
+      auto doc = YamlToJson<Json, decltype(&resolveScalar)>(&resolveScalar).convert(node);
       if (!doc) return doc.error();
       docs.push_back(std::move(*doc));
     }
   } catch (const YAML::Exception& e) {
-    return malformed("yaml: " + where(e.mark) + e.msg);
+    return malformed("yaml: " + yamlWhere(e.mark) + e.msg);
   } catch (const std::exception& e) {
     return malformed(std::string("yaml: ") + e.what());
   }
@@ -249,7 +201,7 @@ Result<std::vector<Json>> readYamlDocuments(std::string_view text) {
 }
 
 Result<std::vector<Object>> loadManifests(std::string_view text) {
-  if (nestsTooDeep(text, 4 * kMaxDepth)) return malformed("yaml: brackets nest too deeply");
+  if (nestsTooDeep(text, 4 * kYamlMaxDepth)) return malformed("yaml: brackets nest too deeply");
   std::vector<Json> docs;
   if (looksLikeJson(text)) {
     try {

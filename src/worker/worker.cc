@@ -214,7 +214,7 @@ void Worker::addListener(BoundListener bound, const ConnectionLimits& limits) {
         Listener{id, bound.spec.bind, net::UdpSocket(), net::UdpSocket(), nullptr, nullptr});
     listener->stream = std::make_unique<StreamListener>(
         loop_, id, std::move(bound.tcp), streamLimits(limits), callbacks, bound.spec.tls);
-    listeners_.push_back(std::move(listener));
+    keepListener(std::move(listener));
     return;
   }
   auto listener =
@@ -244,6 +244,12 @@ void Worker::addListener(BoundListener bound, const ConnectionLimits& limits) {
       return;
     }
   }
+  keepListener(std::move(listener));
+}
+
+void Worker::keepListener(std::unique_ptr<Listener> listener) {
+  if (listener->id >= listener_by_id_.size()) listener_by_id_.resize(listener->id + 1, nullptr);
+  listener_by_id_[listener->id] = listener.get();
   listeners_.push_back(std::move(listener));
 }
 
@@ -252,6 +258,7 @@ void Worker::removeListener(turn::ListenerId id) {
     if ((*it)->id != id) continue;
     std::unique_ptr<Listener> doomed = std::move(*it);
     listeners_.erase(it);
+    listener_by_id_[id] = nullptr;
     if (!doomed->stream) loop_.remove(doomed->socket.fd());
     if (doomed->socket_v4.fd() >= 0) loop_.remove(doomed->socket_v4.fd());
     // A stream listener closes its connections (and ends their allocations) here, with
@@ -346,10 +353,7 @@ turn::Now Worker::now() const {
 }
 
 const Worker::Listener* Worker::findListener(turn::ListenerId id) const {
-  for (const auto& l : listeners_) {
-    if (l->id == id) return l.get();
-  }
-  return nullptr;
+  return id < listener_by_id_.size() ? listener_by_id_[id] : nullptr;
 }
 
 void Worker::onStreamFrame(turn::ListenerId id, const FiveTuple& tuple,

@@ -159,6 +159,8 @@ class Worker : public turn::MobilityRouter {
   };
 
   void addListener(BoundListener bound, const ConnectionLimits& limits);
+  // Owns `listener` from now on and indexes it by id (findListener()).
+  void keepListener(std::unique_ptr<Listener> listener);
   void removeListener(turn::ListenerId id);
   void onListenerReadable(const Listener& listener, int fd);
   // The TURN messages inside one receive batch of a TURN-DTLS listener.
@@ -195,7 +197,7 @@ class Worker : public turn::MobilityRouter {
   void adopt(turn::ListenerId id, std::unique_ptr<StreamListener::Connection> c);
   // Sends what the core produced for the current receive batch, then clears it.
   void flush();
-  const Listener* findListener(turn::ListenerId id) const;
+  const Listener* findListener(turn::ListenerId id) const;  // O(1)
   // A frame from a TURN-TCP or TURN-TLS connection (stream framing done).
   void onStreamFrame(turn::ListenerId id, const FiveTuple& tuple, std::span<const uint8_t> frame);
   ListenerTraffic& traffic(turn::ListenerId id) {
@@ -222,6 +224,8 @@ class Worker : public turn::MobilityRouter {
   std::unique_ptr<SourceBlockList> blocker_;     // before server_, which points at it
   std::unique_ptr<turn::Server> server_;
   std::vector<std::unique_ptr<Listener>> listeners_;  // stable addresses for the callbacks
+  // listeners_ by ListenerId (null: none): flush() finds each answer's listener in O(1).
+  std::vector<const Listener*> listener_by_id_;
   net::UdpReceiveBatch rx_;
   net::UdpSendBatch tx_;
   // Shared relay sockets: the IPv4 and IPv6 sockets the lookup hands peer datagrams to, and

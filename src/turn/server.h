@@ -15,6 +15,7 @@
 
 #include "kturn/function_ref.h"
 #include "kturn/transport_address.h"
+#include "stun/data_indication.h"
 #include "stun/message.h"
 #include "stun/message_builder.h"
 #include "turn/actions.h"
@@ -39,7 +40,7 @@ namespace kturn::turn {
 // ChannelData or Data indication header into the `headroom` bytes before the payload and up to 3
 // bytes of padding after it, so relaying to the client copies nothing.
 struct PeerPacket {
-  static constexpr size_t kHeadroom = 48;  // STUN header + XOR-PEER-ADDRESS (IPv6) + DATA header
+  static constexpr size_t kHeadroom = stun::dataIndicationHeadroom(AddressFamily::kIPv6);
   static constexpr size_t kTailroom = 4;
   std::span<uint8_t> buffer;  // headroom + payload + tailroom
   size_t offset = 0;          // payload start, >= kHeadroom

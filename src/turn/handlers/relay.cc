@@ -5,6 +5,7 @@
 #include "stun/attributes.h"
 #include "stun/byte_order.h"
 #include "stun/channel_data.h"
+#include "stun/data_indication.h"
 #include "turn/server.h"
 
 namespace kturn::turn {
@@ -135,31 +136,15 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
   if (!underCaps(*a, false, length, now.mono)) return;
   countCluster(cluster, false, length);
 
-  // A Data indication built in place around the payload:
-  //   STUN header | XOR-PEER-ADDRESS | DATA header | payload | padding
-  const size_t address_size = peer.ip.isV4() ? 8 : 20;
-  const size_t padded = (length + 3) & ~size_t{3};
-  uint8_t* start = payload - (stun::kHeaderSize + 4 + address_size + 4);
-  const stun::TransactionId txid = nextTransactionId();
-  stun::store16(start, stun::encodeMessageType(static_cast<uint16_t>(stun::Method::kData),
-                                               stun::MessageClass::kIndication));
-  stun::store16(start + 2, static_cast<uint16_t>(4 + address_size + 4 + padded));
-  stun::store32(start + 4, stun::kMagicCookie);
-  std::copy(txid.begin(), txid.end(), start + 8);
-  uint8_t* attr = start + stun::kHeaderSize;
-  stun::store16(attr, stun::attr::kXorPeerAddress);
-  stun::store16(attr + 2, static_cast<uint16_t>(address_size));
-  stun::encodeXorAddress(peer, std::span<const uint8_t, 16>(start + 4, 16), attr + 4);
-  uint8_t* data_header = attr + 4 + address_size;
-  stun::store16(data_header, stun::attr::kData);
-  stun::store16(data_header + 2, static_cast<uint16_t>(length));
-  std::fill(payload + length, payload + padded, uint8_t{0});
+  // A Data indication, built in place around the payload (PeerPacket::kHeadroom is an IPv6
+  // peer's headroom).
+  const std::span<uint8_t> indication =
+      stun::writeDataIndication(payload, length, peer, nextTransactionId());
   ++cur_->peer_packets_relayed;
   cur_->peer_bytes_relayed += length;
   ++a->packets_to_client;
   a->bytes_to_client += length;
-  out.to_clients.push_back(
-      {a->listener, a->five_tuple.client, {start, static_cast<size_t>(payload + padded - start)}});
+  out.to_clients.push_back({a->listener, a->five_tuple.client, indication});
 }
 
 }  // namespace kturn::turn

@@ -2,8 +2,6 @@
 
 #include <arpa/inet.h>
 
-#include <charconv>
-
 #include "kturn/host_port.h"
 
 namespace kturn {

@@ -8,7 +8,6 @@
 #include "stun/demux.h"
 #include "stun/integrity.h"
 #include "stun/message_builder.h"
-#include "turn/access_token.h"
 
 namespace kturn::turn {
 namespace {
@@ -59,39 +58,21 @@ bool isKnownAttribute(uint16_t type) {
 
 Server::Server(ServerConfigPtr config, RelayAllocator& relays, const Options& options)
     : config_(std::move(config)),
+      policy_(*config_),
+      caps_(*config_),
       relays_(relays),
-      nonces_(options.nonce_key),
+      auth_(options.nonce_key),
       tickets_(options.mobility_key),
       rng_state_(options.seed == 0 ? 0x9E3779B97F4A7C15ULL : options.seed),
       own_user_quota_(options.user_quota == nullptr ? std::make_unique<UserQuota>() : nullptr),
       user_quota_(options.user_quota != nullptr ? *options.user_quota : *own_user_quota_),
-      connection_prefix_(uint32_t{options.connection_id_prefix} << 24),
-      stats_(1) {
-  cur_ = &stats_[0];
-}
+      connections_(options.connection_id_prefix),
+      worker_index_(options.connection_id_prefix),
+      stats_(1) {}
 
-void Server::countFor(ListenerId listener) {
-  if (listener >= stats_.size()) {
-    stats_.resize(listener + 1);
-    listener_budget_.resize(listener + 1);
-  }
-  cur_ = &stats_[listener];
-}
-
-bool Server::underCaps(Allocation& a, bool to_peers, size_t bytes, MonoTime now) {
-  const ServerConfig& c = *config_;
-  if (c.allocation_bytes_per_second != 0 && !(to_peers ? a.budget_to_peers : a.budget_to_client)
-                                                 .take(bytes, now, c.allocation_bytes_per_second)) {
-    ++cur_->drop_over_bandwidth;
-    return false;
-  }
-  if (c.listener_bytes_per_second != 0 && a.listener < listener_budget_.size() &&
-      !listener_budget_[a.listener][to_peers ? 0 : 1].take(bytes, now,
-                                                           c.listener_bytes_per_second)) {
-    ++cur_->drop_over_bandwidth;
-    return false;
-  }
-  return true;
+ServerStats& Server::statsFor(ListenerId listener) {
+  if (listener >= stats_.size()) stats_.resize(listener + 1);
+  return stats_[listener];
 }
 
 ServerStats Server::stats() const {
@@ -102,15 +83,11 @@ ServerStats Server::stats() const {
 
 void Server::applyConfig(ServerConfigPtr config) {
   config_ = std::move(config);
-  ++epoch_;
+  policy_.apply(*config_);
+  caps_.apply(*config_);
   // The kernel does not ask the config: every offloaded channel is checked now, not lazily, and
   // a channel a removed cap kept in user space may go to the kernel.
-  if (offload_ != nullptr) {
-    allocations_.forEach([&](Allocation& a) {
-      countFor(a.listener);
-      offerChannels(a);
-    });
-  }
+  if (offload_ != nullptr) allocations_.forEach([&](Allocation& a) { offerChannels(a); });
 }
 
 void Server::closeListener(ListenerId listener, const Now& now) {
@@ -118,9 +95,9 @@ void Server::closeListener(ListenerId listener, const Now& now) {
   allocations_.forEach([&](const Allocation& a) {
     if (a.listener == listener) doomed.push_back(a.id);
   });
-  countFor(listener);
+  ServerStats& stats = statsFor(listener);
   for (AllocationId id : doomed) {
-    ++cur_->allocations_closed;
+    ++stats.allocations_closed;
     deleteAllocation(*allocations_.find(id), SessionEnd::kListenerClosed, now);
   }
 }
@@ -128,55 +105,54 @@ void Server::closeListener(ListenerId listener, const Now& now) {
 void Server::onClientClosed(const FiveTuple& five_tuple, const Now& now) {
   Allocation* a = allocations_.find(five_tuple);
   if (a == nullptr) return;
-  countFor(a->listener);
-  ++cur_->allocations_disconnected;
+  ++statsOf(*a).allocations_disconnected;
   deleteAllocation(*a, SessionEnd::kConnectionClosed, now);
 }
 
 void Server::onClientPacket(ListenerId listener, const FiveTuple& five_tuple,
                             std::span<const uint8_t> packet, const Now& now, Actions& out) {
-  countFor(listener);
+  ServerStats& stats = statsFor(listener);
   last_request_method_ = 0;
   if (packet.empty()) {
-    ++cur_->drop_malformed;
+    ++stats.drop_malformed;
     return;
   }
   if (stun::isChannelDataByte(packet[0])) {
-    onChannelData(five_tuple, packet, now, out);
+    onChannelData(stats, five_tuple, packet, now, out);
   } else if (stun::classifyPacket(packet[0]) == stun::PacketKind::kStun) {
-    onStun(listener, five_tuple, packet, now, out);
+    onStun(stats, listener, five_tuple, packet, now, out);
   } else {
-    ++cur_->drop_not_turn;
+    ++stats.drop_not_turn;
   }
 }
 
-void Server::onStun(ListenerId listener, const FiveTuple& five_tuple,
+void Server::onStun(ServerStats& stats, ListenerId listener, const FiveTuple& five_tuple,
                     std::span<const uint8_t> packet, const Now& now, Actions& out) {
   auto parsed = stun::MessageView::parse(packet);
   if (!parsed) {
-    onMalformedStun(listener, five_tuple, packet, out);
+    onMalformedStun(stats, listener, five_tuple, packet, out);
     return;
   }
   const stun::MessageView& m = *parsed;
   if (stun::checkFingerprint(m) == stun::IntegrityCheck::kInvalid) {
     // A bad FINGERPRINT means this is not STUN at all (RFC 8489 §7.3): drop silently.
-    ++cur_->drop_malformed;
+    ++stats.drop_malformed;
     return;
   }
   if (m.messageClass() == stun::MessageClass::kIndication) {
     if (m.method() == stun::Method::kSend) {
-      handleSend(five_tuple, m, now, out);
+      handleSend(stats, five_tuple, m, now, out);
     } else {
-      ++cur_->drop_ignored;
+      ++stats.drop_ignored;
     }
     return;
   }
   if (!m.isRequest()) {
-    ++cur_->drop_ignored;  // responses: the server sends no requests over UDP
+    ++stats.drop_ignored;  // responses: the server sends no requests over UDP
     return;
   }
   last_request_method_ = static_cast<uint16_t>(m.method());
-  Request req{listener, five_tuple, m, now, out, nullptr, {}};
+  Request req{listener, stats, five_tuple, m, now, out};
   const bool tcp_only =
       m.method() == stun::Method::kConnect || m.method() == stun::Method::kConnectionBind;
   if (tcp_only && five_tuple.protocol != TransportProtocol::kTcp) {
@@ -203,9 +179,9 @@ void Server::onStun(ListenerId listener, const FiveTuple& five_tuple,
   }
 }
 
-void Server::onMalformedStun(ListenerId listener, const FiveTuple& five_tuple,
+void Server::onMalformedStun(ServerStats& stats, ListenerId listener, const FiveTuple& five_tuple,
                              std::span<const uint8_t> packet, Actions& out) {
-  ++cur_->drop_malformed;
+  ++stats.drop_malformed;
   // A request with a sound header but broken attributes gets 400 (RFC 8489 §6.3); anything less
   // recognisable is dropped, so garbage never draws a response.
   if (!stun::looksLikeStun(packet) ||
@@ -222,7 +198,7 @@ void Server::onMalformedStun(ListenerId listener, const FiveTuple& five_tuple,
   if (auto msg = b.finish()) {
     out.commit(msg->size());
     out.to_clients.push_back({listener, five_tuple.client, *msg});
-    ++cur_->error_responses;
+    ++stats.error_responses;
   }
 }
 
@@ -239,158 +215,38 @@ bool Server::rejectUnknownAttributes(Request& req) {
   respond(req, stun::MessageClass::kErrorResponse, [&](stun::MessageBuilder& b) {
     b.addErrorCode(stun::error::kUnknownAttribute).addUnknownAttributes({unknown, n});
   });
-  ++cur_->error_responses;
+  ++req.stats.error_responses;
   return true;
 }
 
 bool Server::authenticate(Request& req, Allocation* allocation) {
-  const ServerConfig& cfg = *config_;
-  if (cfg.auth_mode == AuthMode::kNone) {
-    // auth type "none" serves STUN only.
-    respondError(req, stun::error::kForbidden);
-    return false;
-  }
-  const stun::MessageView& m = req.message;
-  if (!m.has(stun::attr::kMessageIntegrity) && !m.has(stun::attr::kMessageIntegritySha256)) {
-    ++cur_->auth_missing;
-    respondChallenge(req, stun::error::kUnauthorized);
-    return false;
-  }
-  const AuthThrottle::Limits limits{cfg.auth_failures_per_window, cfg.auth_failure_window_seconds};
-  if (!auth_throttle_.allows(req.five_tuple.client.ip, req.now.unix_seconds, limits) &&
-      !cfg.trusted(req.five_tuple.client.ip)) {
-    ++cur_->auth_throttled;  // dropped unanswered, before any HMAC work
-    return false;
-  }
-  const auto username = m.value(stun::attr::kUsername);
-  const auto realm = m.value(stun::attr::kRealm);
-  const auto nonce = m.value(stun::attr::kNonce);
-  if (!username || !realm || !nonce) {
-    respondError(req, stun::error::kBadRequest);
-    return false;
-  }
-  const std::string_view user = stun::decodeString(*username);
-  auto algorithm = stun::PasswordAlgorithm::kMd5;
-  if (const auto pa = m.value(stun::attr::kPasswordAlgorithm)) {
-    const auto v = stun::decodePasswordAlgorithm(*pa);
-    if (!v || (v->algorithm != 1 && v->algorithm != 2)) {
-      respondError(req, stun::error::kBadRequest);
+  const RequestAuth::Decision decision = auth_.check(
+      *config_, {req.message, req.listener, req.five_tuple, req.now, allocation}, req.stats);
+  switch (decision.kind) {
+    case RequestAuth::Decision::Kind::kAccepted:
+      break;
+    case RequestAuth::Decision::Kind::kChallenge:
+      respondChallenge(req, decision.code);
       return false;
-    }
-    algorithm = static_cast<stun::PasswordAlgorithm>(v->algorithm);
-  }
-
-  // An OAuth request's USERNAME is a key id; its token carries its own lifetime.
-  const bool oauth = m.has(stun::attr::kAccessToken) && !cfg.oauth_keys.empty();
-  const bool oauth_allocation = allocation != nullptr && allocation->oauth;
-  // An ephemeral credential stops working at its embedded expiry, also for an allocation that it
-  // created (seed 000: existing allocations live until the expiry in their username).
-  if (cfg.auth_mode == AuthMode::kEphemeral && !oauth && !oauth_allocation) {
-    const auto expiry = restUsernameExpiry(user);
-    if (!expiry || *expiry < req.now.unix_seconds) {
-      ++(expiry ? cur_->auth_expired : cur_->auth_unknown_user);
-      rejectCredentials(req, stun::error::kUnauthorized);
+    case RequestAuth::Decision::Kind::kRefused:
+      respondError(req, decision.code);
       return false;
-    }
-  }
-  stun::IntegrityKey key;
-  if (oauth && allocation != nullptr && !oauth_allocation) {
-    // An allocation made with long-term credentials stays theirs (RFC 8656 §5).
-    rejectCredentials(req, stun::error::kWrongCredentials);
-    return false;
-  }
-  if (oauth) {
-    auto token_key = tokenKey(req, user);
-    if (!token_key) return false;
-    key = *token_key;
-    req.oauth = true;
-  } else if (allocation != nullptr) {
-    // An OAuth allocation's later requests may name any shared key (a Refresh brings a new
-    // token, under any kid); the mac-key it holds decides.
-    if (!oauth_allocation && user != allocation->username) {
-      rejectCredentials(req, stun::error::kWrongCredentials);
+    case RequestAuth::Decision::Kind::kDropped:
       return false;
-    }
-    key = allocation->key;
-  } else {
-    auto outcome = Authenticator::lookup(cfg, user, req.now.unix_seconds, algorithm);
-    if (!outcome.key) {
-      ++(outcome.failure == AuthFailure::kExpired ? cur_->auth_expired : cur_->auth_unknown_user);
-      rejectCredentials(req, stun::error::kUnauthorized);
-      return false;
-    }
-    key = *outcome.key;
   }
-  bool valid = stun::checkMessageIntegrity(m, key.span()) == stun::IntegrityCheck::kValid;
-  if (!valid && req.oauth && key.size == 20) {
-    // coturn's clients key MESSAGE-INTEGRITY (HMAC-SHA1) with the first 16 bytes of a 20-byte
-    // mac-key, their HMAC key size for long-term credentials; responses are signed likewise.
-    key.size = 16;
-    valid = stun::checkMessageIntegrity(m, key.span()) == stun::IntegrityCheck::kValid;
-  }
-  if (!valid && allocation == nullptr && !oauth && cfg.auth_mode == AuthMode::kEphemeral) {
-    // A credential minted with a secret that is being rotated out (checked only after the
-    // current secret failed, so steady state costs nothing extra).
-    for (const auto& previous : cfg.previous_secrets) {
-      if (previous.valid_until <= req.now.unix_seconds) continue;
-      key = stun::longTermKey(user, cfg.realm, restPassword(previous.secret, user), algorithm);
-      valid = stun::checkMessageIntegrity(m, key.span()) == stun::IntegrityCheck::kValid;
-      if (valid) break;
-    }
-  }
-  if (!valid) {
-    ++cur_->auth_bad_integrity;
-    rejectCredentials(req, stun::error::kUnauthorized);
-    return false;
-  }
-  if (nonces_.check(stun::decodeString(*nonce), req.five_tuple.client, req.now.unix_seconds) !=
-      NonceGenerator::Check::kValid) {
-    ++cur_->auth_stale_nonce;
-    respondChallenge(req, stun::error::kStaleNonce);
-    return false;
-  }
-  req.key_storage = key;
+  req.key_storage = decision.key;
   req.key = &req.key_storage;
+  req.oauth = decision.oauth;
   // A new token replaces the allocation's mac-key (RFC 7635 §8: the session key of the token).
-  if (req.oauth && allocation != nullptr && allocation->oauth) allocation->key = key;
+  if (req.oauth && allocation != nullptr && allocation->oauth) allocation->key = decision.key;
   return true;
 }
 
-std::optional<stun::IntegrityKey> Server::tokenKey(Request& req, std::string_view kid) {
-  const ServerConfig& cfg = *config_;
-  const ServerConfig::OAuthKey* shared = nullptr;
-  for (const auto& k : cfg.oauth_keys) {
-    if (k.kid == kid) shared = &k;
-  }
-  if (shared == nullptr) {
-    ++cur_->auth_unknown_user;
-    rejectCredentials(req, stun::error::kUnauthorized);
-    return std::nullopt;
-  }
-  const auto token = decodeAccessToken(*req.message.value(stun::attr::kAccessToken),
-                                       cfg.oauth_server_name, shared->key);
-  if (!token) {  // forged, or encrypted for another server or key
-    ++cur_->auth_bad_integrity;
-    rejectCredentials(req, stun::error::kUnauthorized);
-    return std::nullopt;
-  }
-  // Within its lifetime, and not issued in the future (a minute of clock skew allowed).
-  const int64_t now = req.now.unix_seconds;
-  if (now > token->issued_unix + token->lifetime || token->issued_unix > now + 60) {
-    ++cur_->auth_expired;
-    rejectCredentials(req, stun::error::kUnauthorized);
-    return std::nullopt;
-  }
-  stun::IntegrityKey key;
-  std::copy_n(token->mac_key.begin(), token->mac_key_size, key.bytes.begin());
-  key.size = token->mac_key_size;
-  return key;
-}
-
-void Server::send(const Reply& reply, Actions& out, FunctionRef<void(stun::MessageBuilder&)> fill) {
+void Server::send(const Reply& reply, ServerStats& stats, Actions& out,
+                  FunctionRef<void(stun::MessageBuilder&)> fill) {
   auto buf = out.scratch(kMaxResponseSize);
   if (buf.empty()) {
-    ++cur_->drop_no_buffer;
+    ++stats.drop_no_buffer;
     return;
   }
   stun::MessageBuilder b(buf, reply.method_bits, reply.cls, reply.transaction);
@@ -406,7 +262,7 @@ void Server::send(const Reply& reply, Actions& out, FunctionRef<void(stun::Messa
   if (reply.fingerprint) b.addFingerprint();
   auto msg = b.finish();
   if (!msg) {
-    ++cur_->drop_no_buffer;
+    ++stats.drop_no_buffer;
     return;
   }
   out.commit(msg->size());
@@ -425,7 +281,7 @@ void Server::respond(Request& req, stun::MessageClass cls,
         .sha256 =
             m.has(stun::attr::kMessageIntegritySha256) && !m.has(stun::attr::kMessageIntegrity),
         .fingerprint = m.has(stun::attr::kFingerprint)},
-       req.out, fill);
+       req.stats, req.out, fill);
 }
 
 void Server::respondSuccess(Request& req) {
@@ -433,33 +289,15 @@ void Server::respondSuccess(Request& req) {
 }
 
 void Server::respondError(Request& req, int code) {
-  ++cur_->error_responses;
+  ++req.stats.error_responses;
   respond(req, stun::MessageClass::kErrorResponse,
           [code](stun::MessageBuilder& b) { b.addErrorCode(code); });
 }
 
-void Server::rejectCredentials(Request& req, int code) {
-  const ServerConfig& cfg = *config_;
-  const IpAddress& source = req.five_tuple.client.ip;
-  if (auth_throttle_.recordFailure(
-          source, req.now.unix_seconds,
-          {cfg.auth_failures_per_window, cfg.auth_failure_window_seconds}) &&
-      blocker_ != nullptr && cfg.block_seconds > 0 && !cfg.trusted(source) &&
-      blocker_->block(req.listener, req.five_tuple, req.now.mono + Seconds(cfg.block_seconds))) {
-    ++cur_->sources_blocked;
-  }
-  if (code == stun::error::kWrongCredentials) {
-    respondError(req, code);
-  } else {
-    respondChallenge(req, code);
-  }
-}
-
 void Server::respondChallenge(Request& req, int code) {
-  ++cur_->error_responses;
+  ++req.stats.error_responses;
   req.key = nullptr;
-  const auto nonce =
-      nonces_.make(req.five_tuple.client, req.now.unix_seconds + config_->lifetimes.nonce.count());
+  const auto nonce = auth_.nonceFor(*config_, req.five_tuple.client, req.now.unix_seconds);
   respond(req, stun::MessageClass::kErrorResponse, [&](stun::MessageBuilder& b) {
     b.addErrorCode(code)
         .addString(stun::attr::kRealm, config_->realm)
@@ -487,7 +325,7 @@ void Server::deleteAllocation(Allocation& allocation, SessionEnd reason, const N
   for (const PeerConnection& c : allocation.connections) countConnection(allocation, c);
   if (observer_ != nullptr) observer_->onAllocationEnd(allocation, reason, now);
   relays_.close(allocation.id);  // with the allocation's peer connections
-  for (const PeerConnection& c : allocation.connections) connection_owners_.erase(c.id);
+  connections_.forgetAll(allocation);
   user_quota_.release(allocation.username);
   if (allocation.mobility_id != 0) by_mobility_.erase(allocation.mobility_id);
   allocations_.erase(allocation.id);
@@ -537,73 +375,18 @@ void Server::onAllocationTimer(AllocationId id, int64_t deadline, const Now& now
   Allocation* a = allocations_.find(id);
   // Entries superseded by an earlier re-arm are stale: only the armed one acts.
   if (a == nullptr || a->armed_at != deadline) return;
-  countFor(a->listener);
   if (a->expires <= now.mono) {
-    ++cur_->allocations_expired;
+    ++statsOf(*a).allocations_expired;
     deleteAllocation(*a, SessionEnd::kExpired, now);
     return;
   }
   a->armed_at = 0;
-  expireConnections(*a, now.mono);
+  statsOf(*a).peer_connections_unbound += connections_.expire(*a, now.mono, relays_);
   for (ChannelBinding& c : a->channels) {
     if (c.expires <= now.mono) withdrawChannel(*a, c);  // before the sweep drops it
   }
   a->sweep(now.mono);
   rearm(*a);
-}
-
-bool Server::admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer) {
-  if (verdict.epoch != epoch_) {
-    const ListenerPolicy* policy = config_->listener(a.listener);
-    const PeerRange* range = policy != nullptr ? policy->admitting(peer) : nullptr;
-    verdict = {epoch_, range != nullptr, range != nullptr ? range->cluster : ClusterId{0}};
-  }
-  return verdict.allowed;
-}
-
-bool Server::admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddress& ip) {
-  if (verdict.epoch != epoch_) {
-    const ListenerPolicy* policy = config_->listener(a.listener);
-    verdict = {epoch_, policy != nullptr && policy->allowsIp(ip)};
-  }
-  return verdict.allowed;
-}
-
-bool Server::tcpAdmitsIp(const Allocation& a, const IpAddress& ip) const {
-  const ListenerPolicy* policy = config_->listener(a.listener);
-  return policy != nullptr && policy->admittingTcp({ip, 0}, /*ip_only=*/true) != nullptr;
-}
-
-bool Server::admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer,
-                          ClusterId& cluster) {
-  PolicyVerdict& verdict = permission.any_port_verdict;
-  if (verdict.epoch != epoch_) {
-    const ListenerPolicy* policy = config_->listener(a.listener);
-    const PeerRange* range = policy != nullptr ? policy->admittingAllPorts(peer.ip) : nullptr;
-    verdict = {epoch_, range != nullptr, range != nullptr ? range->cluster : ClusterId{0}};
-  }
-  if (verdict.allowed) {
-    cluster = verdict.cluster;
-    return true;
-  }
-  // Port-restricted endpoints: check this packet's port (a short scan of the listener's routes).
-  const ListenerPolicy* policy = config_->listener(a.listener);
-  const PeerRange* range = policy != nullptr ? policy->admitting(peer) : nullptr;
-  if (range == nullptr) return false;
-  cluster = range->cluster;
-  return true;
-}
-
-void Server::countCluster(ClusterId cluster, bool to_peer, uint64_t bytes, uint64_t packets) {
-  if (cluster >= cluster_stats_.size()) cluster_stats_.resize(cluster + 1);
-  TrafficCounters& t = cluster_stats_[cluster];
-  if (to_peer) {
-    t.tx_packets += packets;
-    t.tx_bytes += bytes;
-  } else {
-    t.rx_packets += packets;
-    t.rx_bytes += bytes;
-  }
 }
 
 uint64_t Server::nextRandom() {

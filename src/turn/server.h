@@ -21,16 +21,16 @@
 #include "turn/actions.h"
 #include "turn/allocation_move.h"
 #include "turn/allocation_table.h"
-#include "turn/auth_throttle.h"
-#include "turn/authenticator.h"
+#include "turn/bandwidth_caps.h"
 #include "turn/channel_offload.h"
 #include "turn/mobility_ticket.h"
-#include "turn/nonce.h"
+#include "turn/peer_connections.h"
+#include "turn/peer_policy.h"
 #include "turn/relay_allocator.h"
+#include "turn/request_auth.h"
 #include "turn/server_config.h"
 #include "turn/server_stats.h"
 #include "turn/session_observer.h"
-#include "turn/source_blocker.h"
 #include "turn/timer_wheel.h"
 #include "turn/user_quota.h"
 
@@ -72,7 +72,7 @@ class Server {
   void setChannelOffload(ChannelOffload* offload);
   // Takes the sources that use up their authentication failures (source_blocker.h); null: none.
   // Not owned; must outlive the Server or be replaced first.
-  void setSourceBlocker(SourceBlocker* blocker) { blocker_ = blocker; }
+  void setSourceBlocker(SourceBlocker* blocker) { auth_.setSourceBlocker(blocker); }
   // Reaches the cores of the other workers for RFC 8016 moves (allocation_move.h); null: a
   // ticket naming another worker is answered 437. Not owned.
   void setMobilityRouter(MobilityRouter* router) { router_ = router; }
@@ -157,9 +157,11 @@ class Server {
   Allocation* findAllocation(const FiveTuple& five_tuple) { return allocations_.find(five_tuple); }
 
  private:
-  // One request being answered: the parsed message plus where to send the response.
+  // One request being answered: the parsed message plus where to send the response and which
+  // counters it moves (its listener's).
   struct Request {
     ListenerId listener;
+    ServerStats& stats;
     const FiveTuple& five_tuple;
     const stun::MessageView& message;
     const Now& now;
@@ -169,12 +171,29 @@ class Server {
     bool oauth = false;                       // authenticated with an ACCESS-TOKEN
   };
 
-  void onStun(ListenerId listener, const FiveTuple& five_tuple, std::span<const uint8_t> packet,
-              const Now& now, Actions& out);
-  void onMalformedStun(ListenerId listener, const FiveTuple& five_tuple,
+  // The counters of `listener`, grown when a new listener id appears: called at the entry points
+  // only, so the references handed down stay valid while an input is handled.
+  ServerStats& statsFor(ListenerId listener);
+  // The counters of the listener `a` was made through (sized when it was made).
+  ServerStats& statsOf(const Allocation& a) { return stats_[a.listener]; }
+
+  void onStun(ServerStats& stats, ListenerId listener, const FiveTuple& five_tuple,
+              std::span<const uint8_t> packet, const Now& now, Actions& out);
+  void onMalformedStun(ServerStats& stats, ListenerId listener, const FiveTuple& five_tuple,
                        std::span<const uint8_t> packet, Actions& out);
-  void onChannelData(const FiveTuple& five_tuple, std::span<const uint8_t> packet, const Now& now,
-                     Actions& out);
+
+  // The data path (data_path.cc): relays client datagrams (peer datagrams: onPeerPacket).
+  void onChannelData(ServerStats& stats, const FiveTuple& five_tuple,
+                     std::span<const uint8_t> packet, const Now& now, Actions& out);
+  void handleSend(ServerStats& stats, const FiveTuple& five_tuple, const stun::MessageView& message,
+                  const Now& now, Actions& out);
+  // The bandwidth caps for `bytes` relayed one way; counts a drop.
+  bool underCaps(ServerStats& stats, Allocation& a, bool to_peer, size_t bytes, MonoTime now);
+  // The one place relayed traffic is counted, whoever relayed it (this core, the kernel fast
+  // path, a peer connection): the listener's counters, the cluster's (grown when a new cluster
+  // id appears) and the allocation's session record.
+  void countRelayed(ServerStats& stats, Allocation& a, ClusterId cluster, bool to_peer,
+                    uint64_t bytes, uint64_t packets = 1);
 
   // Handlers, one per method, each in handlers/<method>.cc.
   void handleBinding(Request& req);
@@ -189,8 +208,6 @@ class Server {
   // An Allocate this core has no room for: 300 Try Alternate naming the listener's alternate
   // server of the client's family (RFC 8489 §10), or 508 without one.
   void refuseForCapacity(Request& req);
-  void handleSend(const FiveTuple& five_tuple, const stun::MessageView& message, const Now& now,
-                  Actions& out);
 
   // RFC 8016 (handlers/refresh.cc). A Refresh with MOBILITY-TICKET from a 5-tuple without an
   // allocation: moves the allocation the ticket names here, from this core or another.
@@ -206,12 +223,9 @@ class Server {
   bool mobileTransport(ListenerId listener, TransportProtocol protocol) const;
   uint64_t nextRandom();
 
-  // Long-term credential check (RFC 8489 §9.2.4). Returns false after sending the error
-  // response; on success sets req.key. `allocation` is the 5-tuple's allocation, if any.
+  // Checks the request's credentials (request_auth.h). Returns false after answering the
+  // refusal, if it gets one; on success sets req.key. `allocation` is the 5-tuple's, if any.
   bool authenticate(Request& req, Allocation* allocation);
-  // The ACCESS-TOKEN path of authenticate() (RFC 7635): the mac-key of a token that decrypts
-  // with the key USERNAME names and is within its lifetime, or nullopt after the 401.
-  std::optional<stun::IntegrityKey> tokenKey(Request& req, std::string_view kid);
   // 420 for unknown comprehension-required attributes; true if it answered.
   bool rejectUnknownAttributes(Request& req);
 
@@ -228,15 +242,14 @@ class Server {
     bool sha256 = false;
     bool fingerprint = false;
   };
-  void send(const Reply& reply, Actions& out, FunctionRef<void(stun::MessageBuilder&)> fill);
+  void send(const Reply& reply, ServerStats& stats, Actions& out,
+            FunctionRef<void(stun::MessageBuilder&)> fill);
   // Response helpers. `fill` adds method-specific attributes to the builder.
   void respond(Request& req, stun::MessageClass cls, FunctionRef<void(stun::MessageBuilder&)> fill);
   void respondSuccess(Request& req);
   void respondError(Request& req, int code);
   // 401/438: REALM and a fresh NONCE, no MESSAGE-INTEGRITY.
   void respondChallenge(Request& req, int code);
-  // A 401/441 for credentials that were presented and are wrong: counts against the source.
-  void rejectCredentials(Request& req, int code);
 
   // Allocation lifecycle.
   Seconds grantedLifetime(const stun::MessageView& message) const;
@@ -244,13 +257,10 @@ class Server {
   // Closes the `family` relay of a dual allocation with its permissions and channels.
   void releaseFamily(Allocation& allocation, AddressFamily family);
   void rearm(Allocation& allocation);
-  // RFC 6062: closes an allocation's peer connections whose ConnectionBind is overdue.
-  void expireConnections(Allocation& allocation, MonoTime now);
-  void forgetConnection(Allocation& allocation, ConnectionId id);
-  // Takes and counts what connection `c` of `allocation` relayed since last asked.
-  void countConnection(Allocation& allocation, const PeerConnection& c);
-  ConnectionId nextConnectionId();
   void onAllocationTimer(AllocationId id, int64_t deadline, const Now& now);
+  // RFC 6062 (server_tcp_relay.cc): takes and counts what connection `c` of `a` relayed since
+  // last asked.
+  void countConnection(Allocation& a, const PeerConnection& c);
 
   // The kernel fast path (server_offload.cc): offers `channel` if it qualifies, else withdraws it.
   void offerChannel(Allocation& a, ChannelBinding& channel);
@@ -260,51 +270,29 @@ class Server {
   bool offloadable(Allocation& a, ChannelBinding& channel);
   void countOffloaded(Allocation& a, const ChannelBinding& channel, const OffloadedTraffic& t);
 
-  // Peer admission under the current config, cached per epoch.
-  bool admits(const Allocation& a, PolicyVerdict& verdict, const TransportAddress& peer);
-  bool admitsIp(const Allocation& a, PolicyVerdict& verdict, const IpAddress& ip);
-  // For a TCP allocation: whether a TCP cluster of its listener admits some port of `ip`.
-  bool tcpAdmitsIp(const Allocation& a, const IpAddress& ip) const;
-  // Also yields the admitting endpoint's cluster.
-  bool admitsPacket(const Allocation& a, Permission& permission, const TransportAddress& peer,
-                    ClusterId& cluster);
-  // Counts relayed traffic of a cluster (grows the table when a new cluster id appears).
-  void countCluster(ClusterId cluster, bool to_peer, uint64_t bytes, uint64_t packets = 1);
-  // The bandwidth caps (allocation, then listener) for `bytes` relayed one way; counts a drop.
-  bool underCaps(Allocation& a, bool to_peers, size_t bytes, MonoTime now);
-
   stun::TransactionId nextTransactionId();
 
   ServerConfigPtr config_;
-  uint64_t epoch_ = 1;
+  PeerPolicy policy_;   // over *config_
+  BandwidthCaps caps_;  // with *config_'s rates
   RelayAllocator& relays_;
   SessionObserver* observer_ = nullptr;
   ChannelOffload* offload_ = nullptr;
-  SourceBlocker* blocker_ = nullptr;
   MobilityRouter* router_ = nullptr;
-  NonceGenerator nonces_;
+  RequestAuth auth_;
   MobilityTickets tickets_;
   // RFC 8016: the allocations a MOBILITY-TICKET may name, by mobility id.
   std::unordered_map<uint64_t, AllocationId> by_mobility_;
   uint64_t rng_state_;
-  AuthThrottle auth_throttle_;
   AllocationTable allocations_;
   std::unique_ptr<UserQuota> own_user_quota_;  // when Options::user_quota is null
   UserQuota& user_quota_;
   TimerWheel<AllocationId> timers_;
-  // RFC 6062: which allocation holds each live peer connection (ConnectionBind names only the id).
-  std::unordered_map<ConnectionId, AllocationId> connection_owners_;
-  uint32_t connection_prefix_;  // Options::connection_id_prefix << 24
-  uint32_t next_connection_ = 0;
-  // Selects the listener whose counters the current input updates; called at each entry point
-  // (never while handling), so `cur_` stays valid. Grows only when a new listener id appears.
-  void countFor(ListenerId listener);
+  PeerConnections connections_;  // RFC 6062
+  uint8_t worker_index_;         // Options::connection_id_prefix
 
-  std::vector<ServerStats> stats_;
-  ServerStats* cur_ = nullptr;
+  std::vector<ServerStats> stats_;              // by ListenerId
   std::vector<TrafficCounters> cluster_stats_;  // by ClusterId
-  // Per listener id, like stats_: the listener's bandwidth budget {to peers, to clients}.
-  std::vector<std::array<TokenBucket, 2>> listener_budget_;
   uint16_t last_request_method_ = 0;
 };
 

@@ -8,19 +8,9 @@ namespace kturn::turn {
 
 void Server::setChannelOffload(ChannelOffload* offload) {
   if (offload == offload_) return;
-  if (offload_ != nullptr) {
-    allocations_.forEach([&](Allocation& a) {
-      countFor(a.listener);
-      withdrawChannels(a);
-    });
-  }
+  if (offload_ != nullptr) allocations_.forEach([&](Allocation& a) { withdrawChannels(a); });
   offload_ = offload;
-  if (offload_ != nullptr) {
-    allocations_.forEach([&](Allocation& a) {
-      countFor(a.listener);
-      offerChannels(a);
-    });
-  }
+  if (offload_ != nullptr) allocations_.forEach([&](Allocation& a) { offerChannels(a); });
 }
 
 bool Server::offloadable(Allocation& a, ChannelBinding& channel) {
@@ -31,12 +21,10 @@ bool Server::offloadable(Allocation& a, ChannelBinding& channel) {
   const ListenerPolicy* listener = config_->listener(a.listener);
   if (listener == nullptr || !listener->offloadable) return false;
   // A cap is enforced per datagram, which the kernel does not do.
-  if (config_->allocation_bytes_per_second != 0 || config_->listener_bytes_per_second != 0) {
-    return false;
-  }
+  if (caps_.enabled()) return false;
   // The program keeps the IP header's size: client and peer of one family.
   if (channel.peer.family() != a.five_tuple.client.family()) return false;
-  return admits(a, channel.verdict, channel.peer);
+  return policy_.admits(a.listener, channel.verdict, channel.peer);
 }
 
 void Server::offerChannel(Allocation& a, ChannelBinding& channel) {
@@ -48,8 +36,8 @@ void Server::offerChannel(Allocation& a, ChannelBinding& channel) {
   const MonoTime until = std::min({channel.expires, permission->expires, a.expires});
   const bool was = channel.offloaded;
   channel.offloaded = offload_->offer(a, channel, until);
-  if (channel.offloaded && !was) ++cur_->channels_offloaded;
-  if (!channel.offloaded && !was) ++cur_->channels_offload_refused;
+  if (channel.offloaded && !was) ++statsOf(a).channels_offloaded;
+  if (!channel.offloaded && !was) ++statsOf(a).channels_offload_refused;
 }
 
 void Server::offerChannels(Allocation& a) {
@@ -72,28 +60,20 @@ void Server::onOffloadedTraffic(const FiveTuple& five_tuple, uint16_t number,
   if (a == nullptr || traffic.empty()) return;
   const ChannelBinding* channel = a->findChannel(number);
   if (channel == nullptr) return;
-  countFor(a->listener);
   countOffloaded(*a, *channel, traffic);
 }
 
 void Server::countOffloaded(Allocation& a, const ChannelBinding& channel,
                             const OffloadedTraffic& t) {
   if (t.empty()) return;
-  // Into the same counters as the core's own relaying (relay.cc), plus the offload share.
-  countCluster(channel.verdict.cluster, true, t.bytes_to_peer, t.packets_to_peer);
-  countCluster(channel.verdict.cluster, false, t.bytes_to_client, t.packets_to_client);
-  cur_->client_packets_relayed += t.packets_to_peer;
-  cur_->client_bytes_relayed += t.bytes_to_peer;
-  cur_->peer_packets_relayed += t.packets_to_client;
-  cur_->peer_bytes_relayed += t.bytes_to_client;
-  cur_->offload_packets_to_peer += t.packets_to_peer;
-  cur_->offload_bytes_to_peer += t.bytes_to_peer;
-  cur_->offload_packets_to_client += t.packets_to_client;
-  cur_->offload_bytes_to_client += t.bytes_to_client;
-  a.packets_to_peers += t.packets_to_peer;
-  a.bytes_to_peers += t.bytes_to_peer;
-  a.packets_to_client += t.packets_to_client;
-  a.bytes_to_client += t.bytes_to_client;
+  // Counted as the core's own relaying is (data_path.cc), plus the offload share.
+  ServerStats& stats = statsOf(a);
+  countRelayed(stats, a, channel.verdict.cluster, true, t.bytes_to_peer, t.packets_to_peer);
+  countRelayed(stats, a, channel.verdict.cluster, false, t.bytes_to_client, t.packets_to_client);
+  stats.offload_packets_to_peer += t.packets_to_peer;
+  stats.offload_bytes_to_peer += t.bytes_to_peer;
+  stats.offload_packets_to_client += t.packets_to_client;
+  stats.offload_bytes_to_client += t.bytes_to_client;
 }
 
 }  // namespace kturn::turn

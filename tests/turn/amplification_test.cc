@@ -18,6 +18,7 @@
 
 #include "stun/byte_order.h"
 #include "stun/channel_data.h"
+#include "turn/authenticator.h"
 #include "turn/nonce.h"
 #include "turn_test_support.h"
 

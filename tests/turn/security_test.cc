@@ -4,6 +4,7 @@
 // the server's own listener is never a peer; the per-user quota holds for REST usernames.
 // docs/security.md cites these tests.
 #include "stun/channel_data.h"
+#include "turn/authenticator.h"
 #include "turn_test_support.h"
 
 namespace kturn::turn::testing {

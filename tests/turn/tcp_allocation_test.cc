@@ -1,6 +1,7 @@
 // TCP allocations in the core (RFC 6062): Allocate with REQUESTED-TRANSPORT TCP, Connect and its
 // 446/447, ConnectionAttempt for peers that connect in, ConnectionBind on a data connection, the
 // 30 s bind timeout, and TCP clusters as the only peers of TCP allocations.
+#include "turn/authenticator.h"
 #include "turn_test_support.h"
 
 namespace kturn::turn::testing {

@@ -54,13 +54,13 @@ void Server::refuseForCapacity(Request& req) {
     }
   }
   if (alternate == nullptr) {
-    ++cur_->allocations_rejected_capacity;
+    ++req.stats.allocations_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
   // Authenticated like any response to this request, so that a client that holds the
   // credentials can tell the redirect is ours (coturn's client checks it).
-  ++cur_->allocations_redirected;
-  ++cur_->error_responses;
+  ++req.stats.allocations_redirected;
+  ++req.stats.error_responses;
   respond(req, stun::MessageClass::kErrorResponse, [&](stun::MessageBuilder& b) {
     b.addErrorCode(stun::error::kTryAlternate).addAddress(stun::attr::kAlternateServer, *alternate);
     if (policy->secure && !policy->alternate_domain.empty()) {
@@ -70,7 +70,7 @@ void Server::refuseForCapacity(Request& req) {
 }
 
 void Server::handleAllocate(Request& req) {
-  ++cur_->requests_allocate;
+  ++req.stats.requests_allocate;
   const stun::MessageView& m = req.message;
   Allocation* existing = allocations_.find(req.five_tuple);
   if (!authenticate(req, existing)) return;
@@ -95,7 +95,7 @@ void Server::handleAllocate(Request& req) {
   // when mobility is off, as coturn does; granted (a ticket in the answer) for TURN-UDP.
   const auto mobility_attr = m.value(stun::attr::kMobilityTicket);
   if (mobility_attr && !config_->mobility) {
-    ++cur_->mobility_refused;
+    ++req.stats.mobility_refused;
     return respondError(req, stun::error::kMobilityForbidden);
   }
   if (mobility_attr && !mobility_attr->empty()) return respondError(req, stun::error::kBadRequest);
@@ -167,7 +167,7 @@ void Server::handleAllocate(Request& req) {
   // Counted for the whole process (every core's allocations of this user); handed back below if
   // the allocation is not made after all, else when it ends (deleteAllocation).
   if (!user_quota_.tryAcquire(username, cfg.max_allocations_per_user)) {
-    ++cur_->allocations_rejected_quota;
+    ++req.stats.allocations_rejected_quota;
     return respondError(req, stun::error::kAllocationQuotaReached);
   }
   // RFC 8656 §21.3.1: one source address (a host, or every client behind one NAT) cannot hold
@@ -175,7 +175,7 @@ void Server::handleAllocate(Request& req) {
   if (cfg.max_allocations_per_source != 0 &&
       allocations_.sourceCount(req.five_tuple.client.ip) >= cfg.max_allocations_per_source) {
     user_quota_.release(username);
-    ++cur_->allocations_rejected_source_quota;
+    ++req.stats.allocations_rejected_source_quota;
     return respondError(req, stun::error::kAllocationQuotaReached);
   }
   if (cfg.max_allocations != 0 && allocations_.size() >= cfg.max_allocations) {
@@ -197,7 +197,7 @@ void Server::handleAllocate(Request& req) {
     }
     if (grant.error().code == Error::Code::kExhausted) return refuseForCapacity(req);
     // An unknown RESERVATION-TOKEN: no sibling holds it either, so no redirect.
-    ++cur_->allocations_rejected_capacity;
+    ++req.stats.allocations_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
   const Seconds lifetime = grantedLifetime(m);
@@ -220,7 +220,7 @@ void Server::handleAllocate(Request& req) {
   a.key = *req.key;
   a.oauth = req.oauth;
   rearm(a);
-  ++cur_->allocations_created;
+  ++req.stats.allocations_created;
   std::string ticket;
   if (mobility_attr && !tcp && mobileTransport(req.listener, req.five_tuple.protocol)) {
     do {

@@ -5,7 +5,7 @@
 namespace kturn::turn {
 
 void Server::handleBinding(Request& req) {
-  ++cur_->requests_binding;
+  ++req.stats.requests_binding;
   if (rejectUnknownAttributes(req)) return;
   respond(req, stun::MessageClass::kSuccessResponse, [&](stun::MessageBuilder& b) {
     b.addXorAddress(stun::attr::kXorMappedAddress, req.five_tuple.client);

@@ -7,7 +7,7 @@
 namespace kturn::turn {
 
 void Server::handleChannelBind(Request& req) {
-  ++cur_->requests_channel_bind;
+  ++req.stats.requests_channel_bind;
   Allocation* a = allocations_.find(req.five_tuple);
   if (!authenticate(req, a)) return;
   if (rejectUnknownAttributes(req)) return;
@@ -36,8 +36,8 @@ void Server::handleChannelBind(Request& req) {
   if (by_number != by_peer) return respondError(req, stun::error::kBadRequest);
 
   PolicyVerdict verdict;
-  if (!admits(*a, verdict, *peer)) {
-    ++cur_->permission_denied;
+  if (!policy_.admits(a->listener, verdict, *peer)) {
+    ++req.stats.permission_denied;
     return respondError(req, stun::error::kForbidden);
   }
 
@@ -46,13 +46,13 @@ void Server::handleChannelBind(Request& req) {
   const MonoTime now = req.now.mono;
   if ((by_number == nullptr || by_number->expires <= now) &&
       a->activeChannels(now) >= config_->max_channels_per_allocation) {
-    ++cur_->channels_rejected_capacity;
+    ++req.stats.channels_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
   const Permission* permission = a->findPermission(peer->ip);
   if ((permission == nullptr || permission->expires <= now) &&
       a->activePermissions(now) >= config_->max_permissions_per_allocation) {
-    ++cur_->permissions_rejected_capacity;
+    ++req.stats.permissions_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
 

@@ -8,7 +8,7 @@
 namespace kturn::turn {
 
 void Server::handleCreatePermission(Request& req) {
-  ++cur_->requests_create_permission;
+  ++req.stats.requests_create_permission;
   Allocation* a = allocations_.find(req.five_tuple);
   if (!authenticate(req, a)) return;
   if (rejectUnknownAttributes(req)) return;
@@ -35,11 +35,12 @@ void Server::handleCreatePermission(Request& req) {
     PolicyVerdict verdict;
     // A TCP allocation's peers come from TCP clusters only (a permission admits their
     // connections, RFC 6062 §5.3).
-    const bool admitted = a->relay_protocol == TransportProtocol::kTcp
-                              ? tcpAdmitsIp(*a, peer->ip)
-                              : admitsIp(*a, verdict, peer->ip);
+    const bool admitted =
+        a->relay_protocol == TransportProtocol::kTcp
+            ? policy_.admittingTcp(a->listener, {peer->ip, 0}, /*ip_only=*/true) != nullptr
+            : policy_.admitsIp(a->listener, verdict, peer->ip);
     if (!admitted) {
-      ++cur_->permission_denied;
+      ++req.stats.permission_denied;
       return respondError(req, stun::error::kForbidden);
     }
     ++peers;
@@ -53,7 +54,7 @@ void Server::handleCreatePermission(Request& req) {
   // A CreatePermission the server lacks the capacity for gets 508 (RFC 8656, as RFC 5766
   // §9.2); refreshing permissions the allocation already holds never counts against the limit.
   if (added.size() > room) {
-    ++cur_->permissions_rejected_capacity;
+    ++req.stats.permissions_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
 

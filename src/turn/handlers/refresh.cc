@@ -14,7 +14,7 @@ constexpr uint32_t nextGeneration(uint32_t g) { return (g + 1) & MobilityTickets
 }  // namespace
 
 void Server::handleRefresh(Request& req) {
-  ++cur_->requests_refresh;
+  ++req.stats.requests_refresh;
   Allocation* a = allocations_.find(req.five_tuple);
   if (a == nullptr && config_->mobility) {
     if (const auto ticket = req.message.value(stun::attr::kMobilityTicket)) {
@@ -37,7 +37,7 @@ void Server::refreshAllocation(Request& req, Allocation* a) {
                      (ticket->generation == a->mobility_generation ||
                       nextGeneration(ticket->generation) == a->mobility_generation);
     if (!config_->mobility || !own) {
-      ++cur_->mobility_refused;
+      ++req.stats.mobility_refused;
       return respondError(
           req, config_->mobility ? stun::error::kBadRequest : stun::error::kMobilityForbidden);
     }
@@ -64,7 +64,7 @@ void Server::refreshAllocation(Request& req, Allocation* a) {
     // Deletes one half of a dual allocation, as coturn does; the other relays on.
     releaseFamily(*a, *family);
   } else if (requested && *requested == 0) {
-    ++cur_->allocations_deleted;
+    ++req.stats.allocations_deleted;
     // `req.key` stays valid: it points at the request's own copy.
     deleteAllocation(*a, SessionEnd::kDeleted, req.now);
     a = nullptr;
@@ -86,16 +86,16 @@ void Server::moveToThisAddress(Request& req, std::span<const uint8_t> ticket_att
   if (!ticket || !mobileTransport(req.listener, req.five_tuple.protocol)) {
     // Not a ticket of this process (forged, altered, or from before a restart), or a transport
     // kturn does not move allocations to.
-    ++cur_->mobility_refused;
+    ++req.stats.mobility_refused;
     return respondError(req, ticket ? stun::error::kMobilityForbidden : stun::error::kBadRequest);
   }
-  const auto self = static_cast<uint8_t>(connection_prefix_ >> 24);
+  const auto self = worker_index_;
   if (ticket->owner != self) {
     MoveRequest move{.listener = req.listener,
                      .five_tuple = req.five_tuple,
                      .packet = {req.message.bytes().begin(), req.message.bytes().end()}};
     if (router_ != nullptr && router_->requestMove(ticket->owner, std::move(move))) return;
-    ++cur_->mobility_refused;
+    ++req.stats.mobility_refused;
     return respondError(req, stun::error::kAllocationMismatch);
   }
   auto moved = release(req, *ticket);
@@ -109,7 +109,7 @@ std::optional<MovedAllocation> Server::release(Request& req, const MobilityTicke
   Allocation* a = it == by_mobility_.end() ? nullptr : allocations_.find(it->second);
   if (a == nullptr || a->mobility_generation != ticket.generation) {
     // Stale: the allocation ended, or moved since (a newer ticket names it).
-    ++cur_->mobility_refused;
+    ++req.stats.mobility_refused;
     respondError(req, stun::error::kAllocationMismatch);
     return std::nullopt;
   }
@@ -140,19 +140,17 @@ Allocation& Server::adopt(MovedAllocation moved, Request& req) {
   // Counted for the process again; never refused, the allocation exists.
   user_quota_.tryAcquire(a.username, 0);
   // Another core's policy epochs mean nothing here: every peer is checked again.
-  for (Permission& p : a.permissions) p.ip_verdict = p.any_port_verdict = {};
-  for (ChannelBinding& c : a.channels) c.verdict = {};
+  PeerPolicy::forgetVerdicts(a);
   rearm(a);
-  ++cur_->mobility_moves;
+  ++req.stats.mobility_moves;
   return a;
 }
 
 std::optional<MovedAllocation> Server::releaseForMove(const MoveRequest& request, const Now& now,
                                                       Actions& out) {
-  countFor(request.listener);
   const auto message = stun::MessageView::parse(request.packet);
   if (!message) return std::nullopt;  // the receiving core parsed it
-  Request req{request.listener, request.five_tuple, *message, now, out, nullptr, {}};
+  Request req{request.listener, statsFor(request.listener), request.five_tuple, *message, now, out};
   const auto ticket = tickets_.open(stun::decodeString(
       message->value(stun::attr::kMobilityTicket).value_or(std::span<const uint8_t>{})));
   if (!ticket) return std::nullopt;
@@ -161,22 +159,20 @@ std::optional<MovedAllocation> Server::releaseForMove(const MoveRequest& request
 
 void Server::adoptMoved(MovedAllocation moved, const MoveRequest& request, const Now& now,
                         Actions& out) {
-  countFor(request.listener);
   const auto message = stun::MessageView::parse(request.packet);
   // This core parsed the request and had no allocation on its 5-tuple when it asked (the
   // worker holds the 5-tuple's datagrams meanwhile); were that not so, the allocation ends here:
   // its relay closes with the handle.
   if (!message || allocations_.find(request.five_tuple) != nullptr) return;
-  Request req{request.listener, request.five_tuple, *message, now, out, nullptr, {}};
+  Request req{request.listener, statsFor(request.listener), request.five_tuple, *message, now, out};
   Allocation& a = adopt(std::move(moved), req);
   last_request_method_ = static_cast<uint16_t>(stun::Method::kRefresh);
   refreshAllocation(req, &a);
 }
 
 std::string Server::ticketFor(const Allocation& a) const {
-  return tickets_.seal({.id = a.mobility_id,
-                        .owner = static_cast<uint8_t>(connection_prefix_ >> 24),
-                        .generation = a.mobility_generation});
+  return tickets_.seal(
+      {.id = a.mobility_id, .owner = worker_index_, .generation = a.mobility_generation});
 }
 
 bool Server::mobileTransport(ListenerId listener, TransportProtocol protocol) const {

@@ -3,7 +3,8 @@
 Stdlib only (the aioice test imports aioice itself). Run the scripts with /usr/bin/python3; they
 `import harness as h`, and this package re-exports the public names of its modules:
 
-  * stun: a small STUN/TURN codec (long-term credentials, MESSAGE-INTEGRITY, FINGERPRINT);
+  * stun: a small STUN/TURN codec (long-term credentials, MESSAGE-INTEGRITY, FINGERPRINT), also
+    used by tests/fuzz/gen_seeds.py;
   * turn_client: a synchronous UDP TURN client and the STUN Binding readiness probe;
   * servers: KturndServer / CoturnServer, context managers that start a server on loopback with
     the same settings, wait until it answers a STUN Binding request, and kill its whole process

@@ -1,5 +1,6 @@
-"""A small STUN/TURN codec (RFC 8489, RFC 8656): constants, StunMessage (with MESSAGE-INTEGRITY
-and FINGERPRINT), long-term and TURN REST credentials, XOR addresses. Stdlib only, no I/O."""
+"""A small STUN/TURN codec (RFC 8489, RFC 8656): constants, StunMessage (with MESSAGE-INTEGRITY,
+MESSAGE-INTEGRITY-SHA256 and FINGERPRINT), long-term and TURN REST credentials, XOR addresses.
+Stdlib only, no I/O: tests/fuzz/gen_seeds.py builds its STUN seeds with it too."""
 
 from __future__ import annotations
 
@@ -89,8 +90,10 @@ def _pad4(n: int) -> int:
     return (4 - n % 4) % 4
 
 
-def long_term_key(username: str, realm: str, password: str) -> bytes:
-    return hashlib.md5(f"{username}:{realm}:{password}".encode()).digest()
+def long_term_key(username: str, realm: str, password: str, sha256: bool = False) -> bytes:
+    """RFC 8489 section 9.2.2: MD5, or SHA-256 (PASSWORD-ALGORITHM 2), of user:realm:password."""
+    text = f"{username}:{realm}:{password}".encode()
+    return (hashlib.sha256 if sha256 else hashlib.md5)(text).digest()
 
 
 def rest_credentials(secret: str, user_id: str, ttl: int = 3600,
@@ -165,12 +168,19 @@ class StunMessage:
     def _attr_bytes(atype: int, value: bytes) -> bytes:
         return struct.pack("!HH", atype, len(value)) + value + b"\x00" * _pad4(len(value))
 
-    def encode(self, key: Optional[bytes] = None, fingerprint: bool = True) -> bytes:
+    def encode(self, key: Optional[bytes] = None, fingerprint: bool = True,
+               sha256: bool = False) -> bytes:
+        """The attributes in order, then with a key MESSAGE-INTEGRITY (HMAC-SHA1) or, with sha256,
+        MESSAGE-INTEGRITY-SHA256, then FINGERPRINT (RFC 8489 sections 14.5, 14.6, 14.7)."""
         body = b"".join(self._attr_bytes(t, v) for t, v in self.attrs
-                        if t not in (A_MESSAGE_INTEGRITY, A_FINGERPRINT))
+                        if t not in (A_MESSAGE_INTEGRITY, A_MESSAGE_INTEGRITY_SHA256,
+                                     A_FINGERPRINT))
         if key is not None:
-            mac = hmac.new(key, self._header(len(body) + 24) + body, hashlib.sha1).digest()
-            body += self._attr_bytes(A_MESSAGE_INTEGRITY, mac)
+            atype, digest = ((A_MESSAGE_INTEGRITY_SHA256, hashlib.sha256) if sha256
+                             else (A_MESSAGE_INTEGRITY, hashlib.sha1))
+            size = 4 + digest().digest_size
+            mac = hmac.new(key, self._header(len(body) + size) + body, digest).digest()
+            body += self._attr_bytes(atype, mac)
         if fingerprint:
             crc = binascii.crc32(self._header(len(body) + 8) + body) ^ FINGERPRINT_XOR
             body += self._attr_bytes(A_FINGERPRINT, struct.pack("!I", crc & 0xFFFFFFFF))

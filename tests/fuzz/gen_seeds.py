@@ -19,16 +19,15 @@ additions (named by their SHA-1) stay apart; re-running overwrites only the seed
   k8s_manifest_fuzz  each golden case's input manifests (tests/golden/*/input) as one stream.
 """
 import base64
-import hashlib
-import hmac
 import os
 import re
 import struct
-import zlib
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
-COOKIE = 0x2112A442
+sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
+from harness import stun  # noqa: E402 - the interop tests' STUN codec encodes the seeds too
 
 
 def write(target, name, data):
@@ -42,54 +41,6 @@ def write(target, name, data):
 
 # --- STUN -----------------------------------------------------------------------------------
 
-def msg_type(method, cls):
-    return ((method & 0x000F) | ((method & 0x0070) << 1) | ((method & 0x0F80) << 2)
-            | ((cls & 1) << 4) | ((cls & 2) << 7))
-
-
-class Msg:
-    def __init__(self, method, cls, txid):
-        self.head = struct.pack(">HHI", msg_type(method, cls), 0, COOKIE) + txid
-        self.body = b""
-
-    def add(self, t, v):
-        self.body += struct.pack(">HH", t, len(v)) + v + b"\0" * (-len(v) % 4)
-        return self
-
-    def xor_addr(self, t, ip, port):
-        raw = bytes(int(x) for x in ip.split(".")) if "." in ip else ipv6(ip)
-        pad = self.head[4:20]
-        fam = 1 if len(raw) == 4 else 2
-        x = bytes(b ^ pad[i] for i, b in enumerate(raw))
-        return self.add(t, struct.pack(">BBH", 0, fam, port ^ (COOKIE >> 16)) + x)
-
-    def _with_len(self, extra):
-        return self.head[:2] + struct.pack(">H", len(self.body) + extra) + self.head[4:]
-
-    def integrity(self, key, sha256=False):
-        n = 32 if sha256 else 20
-        mac = hmac.new(key, self._with_len(4 + n) + self.body,
-                       hashlib.sha256 if sha256 else hashlib.sha1).digest()
-        return self.add(0x001C if sha256 else 0x0008, mac)
-
-    def fingerprint(self):
-        crc = zlib.crc32(self._with_len(8) + self.body) ^ 0x5354554E
-        return self.add(0x8028, struct.pack(">I", crc))
-
-    def bytes(self):
-        return self._with_len(0) + self.body
-
-
-def ipv6(text):
-    import ipaddress
-    return ipaddress.IPv6Address(text).packed
-
-
-def long_term_key(user, realm, password, sha256=False):
-    s = f"{user}:{realm}:{password}".encode()
-    return (hashlib.sha256 if sha256 else hashlib.md5)(s).digest()
-
-
 def rfc5769_vectors():
     text = open(os.path.join(ROOT, "tests", "stun", "rfc5769_test.cc")).read()
     out = {}
@@ -102,52 +53,75 @@ def rfc5769_vectors():
 def stun_seeds():
     for name, data in rfc5769_vectors().items():
         write("stun_message_fuzz", "rfc5769-" + name[1:], data)
-    key = long_term_key("user1", "kturn.test", "pass1")
+    key = stun.long_term_key("user1", "kturn.test", "pass1")
     tx = bytes(range(1, 13))
     udp = bytes([17, 0, 0, 0])
     nonce = b"0123456789abcdef0123456789abcdef"
+    peer4, peer6 = ("10.2.0.9", 5000), ("2001:db8:2::5", 7000)
 
-    def auth(m, sha256=False):
-        m.add(0x0006, b"user1").add(0x0014, b"kturn.test").add(0x0015, nonce)
+    def msg(method, cls):
+        return stun.StunMessage(method, cls, tx)
+
+    def auth(m, fingerprint=True, sha256=False):
+        m.add(stun.A_USERNAME, b"user1").add(stun.A_REALM, b"kturn.test").add(stun.A_NONCE, nonce)
         if sha256:
-            m.add(0x001D, bytes([0, 2, 0, 0]))
-        return m.integrity(long_term_key("user1", "kturn.test", "pass1", sha256), sha256)
+            m.add(stun.A_PASSWORD_ALGORITHM, bytes([0, 2, 0, 0]))
+        return m.encode(stun.long_term_key("user1", "kturn.test", "pass1", sha256), fingerprint,
+                        sha256)
 
-    write("stun_message_fuzz", "allocate", auth(Msg(3, 0, tx).add(0x0019, udp)
-                                                .add(0x000D, struct.pack(">I", 600))
-                                                .add(0x0018, b"\x80")).fingerprint().bytes())
+    write("stun_message_fuzz", "allocate",
+          auth(msg(stun.ALLOCATE, stun.REQUEST).add(stun.A_REQUESTED_TRANSPORT, udp)
+               .add_u32(stun.A_LIFETIME, 600).add(stun.A_EVEN_PORT, b"\x80")))
     write("stun_message_fuzz", "allocate-sha256",
-          auth(Msg(3, 0, tx).add(0x0019, udp).add(0x0017, bytes([2, 0, 0, 0])), True).bytes())
+          auth(msg(stun.ALLOCATE, stun.REQUEST).add(stun.A_REQUESTED_TRANSPORT, udp)
+               .add(stun.A_REQUESTED_ADDRESS_FAMILY, bytes([2, 0, 0, 0])),
+               fingerprint=False, sha256=True))
     write("stun_message_fuzz", "create-permission",
-          auth(Msg(8, 0, tx).xor_addr(0x0012, "10.2.0.9", 5000)
-               .xor_addr(0x0012, "2001:db8:2::5", 7000)).fingerprint().bytes())
+          auth(msg(stun.CREATE_PERMISSION, stun.REQUEST)
+               .add_xor_address(stun.A_XOR_PEER_ADDRESS, peer4)
+               .add_xor_address(stun.A_XOR_PEER_ADDRESS, peer6)))
     write("stun_message_fuzz", "channel-bind",
-          auth(Msg(9, 0, tx).add(0x000C, bytes([0x40, 0x01, 0, 0]))
-               .xor_addr(0x0012, "10.2.0.9", 5000)).bytes())
+          auth(msg(stun.CHANNEL_BIND, stun.REQUEST)
+               .add(stun.A_CHANNEL_NUMBER, bytes([0x40, 0x01, 0, 0]))
+               .add_xor_address(stun.A_XOR_PEER_ADDRESS, peer4), fingerprint=False))
     write("stun_message_fuzz", "refresh",
-          auth(Msg(4, 0, tx).add(0x000D, bytes(4)).add(0x0022, bytes(8))).bytes())
+          auth(msg(stun.REFRESH, stun.REQUEST).add(stun.A_LIFETIME, bytes(4))
+               .add(stun.A_RESERVATION_TOKEN, bytes(8)), fingerprint=False))
     write("stun_message_fuzz", "send-indication",
-          Msg(6, 1, tx).xor_addr(0x0012, "10.2.0.9", 5000).add(0x0013, b"hello").add(0x001A, b"")
-          .fingerprint().bytes())
+          msg(stun.SEND, stun.INDICATION).add_xor_address(stun.A_XOR_PEER_ADDRESS, peer4)
+          .add(stun.A_DATA, b"hello").add(stun.A_DONT_FRAGMENT, b"").encode())
     write("stun_message_fuzz", "data-indication",
-          Msg(7, 1, tx).xor_addr(0x0012, "2001:db8:2::5", 7000).add(0x0013, b"payload!").bytes())
+          msg(stun.DATA, stun.INDICATION).add_xor_address(stun.A_XOR_PEER_ADDRESS, peer6)
+          .add(stun.A_DATA, b"payload!").encode(fingerprint=False))
     write("stun_message_fuzz", "error-401",
-          Msg(3, 3, tx).add(0x0009, bytes([0, 0, 4, 1]) + b"Unauthorized")
-          .add(0x0014, b"kturn.test").add(0x0015, nonce).add(0x8022, b"kturn")
-          .fingerprint().bytes())
+          msg(stun.ALLOCATE, stun.ERROR)
+          .add(stun.A_ERROR_CODE, bytes([0, 0, 4, 1]) + b"Unauthorized")
+          .add(stun.A_REALM, b"kturn.test").add(stun.A_NONCE, nonce).add(stun.A_SOFTWARE, b"kturn")
+          .encode())
     write("stun_message_fuzz", "error-420",
-          Msg(1, 3, tx).add(0x0009, bytes([0, 0, 4, 20]) + b"Unknown Attribute")
-          .add(0x000A, struct.pack(">HHH", 0x7777, 0x0031, 0x0002)).bytes())
+          msg(stun.BINDING, stun.ERROR)
+          .add(stun.A_ERROR_CODE, bytes([0, 0, 4, 20]) + b"Unknown Attribute")
+          .add(stun.A_UNKNOWN_ATTRIBUTES, struct.pack(">HHH", 0x7777, 0x0031, 0x0002))
+          .encode(fingerprint=False))
     write("stun_message_fuzz", "allocate-success",
-          Msg(3, 2, tx).xor_addr(0x0016, "10.1.0.1", 49152).add(0x000D, struct.pack(">I", 600))
-          .add(0x0022, struct.pack(">Q", 0xABCD)).xor_addr(0x0020, "192.0.2.10", 40000)
-          .add(0x0001, bytes([0, 1, 0x9c, 0x40, 192, 0, 2, 10]))
-          .add(0x8001, bytes([2, 0, 4, 40]) + b"Address Family not Supported")
-          .integrity(key).fingerprint().bytes())
+          msg(stun.ALLOCATE, stun.SUCCESS)
+          .add_xor_address(stun.A_XOR_RELAYED_ADDRESS, ("10.1.0.1", 49152))
+          .add_u32(stun.A_LIFETIME, 600).add(stun.A_RESERVATION_TOKEN, struct.pack(">Q", 0xABCD))
+          .add_xor_address(stun.A_XOR_MAPPED_ADDRESS, ("192.0.2.10", 40000))
+          .add(stun.A_MAPPED_ADDRESS, bytes([0, 1, 0x9c, 0x40, 192, 0, 2, 10]))
+          .add(stun.A_ADDRESS_ERROR_CODE, bytes([2, 0, 4, 40]) + b"Address Family not Supported")
+          .encode(key))
     write("stun_message_fuzz", "password-algorithms",
-          Msg(1, 0, tx).add(0x8002, struct.pack(">HHHH", 1, 0, 2, 0))
-          .add(0x001D, struct.pack(">HH", 2, 4) + b"abcd").add(0x001E, bytes(32))
-          .add(0x8029, bytes(8)).add(0x0024, bytes(4)).add(0x0025, b"").bytes())
+          msg(stun.BINDING, stun.REQUEST)
+          .add(stun.A_PASSWORD_ALGORITHMS, struct.pack(">HHHH", 1, 0, 2, 0))
+          .add(stun.A_PASSWORD_ALGORITHM, struct.pack(">HH", 2, 4) + b"abcd")
+          .add(stun.A_USERHASH, bytes(32)).add(stun.A_ICE_CONTROLLED, bytes(8))
+          .add(stun.A_PRIORITY, bytes(4)).add(stun.A_USE_CANDIDATE, b"").encode(fingerprint=False))
+
+
+def binding():
+    """A Binding request with an all-zero transaction id and no attribute but FINGERPRINT."""
+    return stun.StunMessage(stun.BINDING, stun.REQUEST, bytes(12)).encode()
 
 
 # --- ChannelData ----------------------------------------------------------------------------
@@ -163,7 +137,7 @@ def channel_seeds():
     write("channel_data_fuzz", "empty", cd(0x4001, b""))
     write("channel_data_fuzz", "stream",
           cd(0x4001, b"one", True) + cd(0x4002, b"four", True)
-          + Msg(1, 0, bytes(12)).fingerprint().bytes() + cd(0x4003, b"x" * 9, True))
+          + binding() + cd(0x4003, b"x" * 9, True))
     write("channel_data_fuzz", "length-beyond", struct.pack(">HH", 0x4000, 100) + b"short")
 
 
@@ -344,9 +318,11 @@ def turn_seeds():
       req(0, ALLOCATE, 0x80, b"", []) + u16(30) + bytes([0x40]),
       req(0, REFRESH, 0x04 | 0x01), req(0, ALLOCATE, 0x0C))
     w("raw-datagrams",
-      raw(0, Msg(1, 0, bytes(12)).fingerprint().bytes()),
-      raw(1, Msg(3, 0, bytes(12)).add(0x0019, bytes([17, 0, 0, 0])).bytes()),
-      raw(0, Msg(3, 0, bytes(12)).bytes()[:-1] + b"\x01"),
+      raw(0, binding()),
+      raw(1, stun.StunMessage(stun.ALLOCATE, stun.REQUEST, bytes(12))
+          .add(stun.A_REQUESTED_TRANSPORT, bytes([17, 0, 0, 0])).encode(fingerprint=False)),
+      raw(0, stun.StunMessage(stun.ALLOCATE, stun.REQUEST, bytes(12)).encode(fingerprint=False)[:-1]
+          + b"\x01"),
       raw(2, bytes([0x40, 0x00, 0x00, 0x10]) + b"short"),
       raw(0, bytes([0x17, 0xFE, 0xFD]) + bytes(10)),
       raw(0, rfc5769_vectors()["kSampleRequest"]))

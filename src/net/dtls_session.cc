@@ -53,23 +53,7 @@ void DtlsSession::feed(std::span<const uint8_t> datagram) {
   BIO_write(SSL_get_rbio(ssl_), datagram.data(), static_cast<int>(datagram.size()));
 }
 
-DtlsSession::ReadResult DtlsSession::read(std::span<uint8_t> into) {
-  size_t n = 0;
-  ERR_clear_error();
-  if (SSL_read_ex(ssl_, into.data(), into.size(), &n) == 1) return {Status::kData, n};
-  switch (SSL_get_error(ssl_, 0)) {
-    case SSL_ERROR_WANT_READ:
-    case SSL_ERROR_WANT_WRITE:
-      return {Status::kWouldBlock};
-    case SSL_ERROR_ZERO_RETURN:
-      return {Status::kClosed};
-    default:
-      ERR_clear_error();
-      // A record that fails to authenticate is dropped by OpenSSL without an error (RFC 6347
-      // §4.1.2.7); getting here means the handshake itself failed.
-      return {Status::kFailed};
-  }
-}
+DtlsSession::ReadResult DtlsSession::read(std::span<uint8_t> into) { return readTls(ssl_, into); }
 
 bool DtlsSession::hasPending() const { return SSL_has_pending(ssl_) == 1; }
 

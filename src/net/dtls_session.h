@@ -19,6 +19,7 @@
 
 #include "net/sink_bio.h"
 #include "net/tls_context.h"
+#include "net/tls_read.h"
 
 using SSL = struct ssl_st;
 
@@ -61,11 +62,8 @@ class DtlsSession {
   // After kVerified: processes the buffered ClientHello and queues the server's flight.
   bool accept();
 
-  enum class Status { kData, kWouldBlock, kClosed, kFailed };
-  struct ReadResult {
-    Status status;
-    size_t bytes = 0;
-  };
+  using Status = TlsReadStatus;
+  using ReadResult = TlsReadResult;
   // Feeds one datagram from the client.
   void feed(std::span<const uint8_t> datagram);
   // The next application record of what was fed, decrypted into `into`; kWouldBlock when the

@@ -26,26 +26,12 @@ TlsStream::TlsStream(const TlsContext& context, int fd, std::vector<uint8_t>& ou
 TlsStream::~TlsStream() { SSL_free(ssl_); }
 
 TlsStream::ReadResult TlsStream::read(std::span<uint8_t> into) {
-  size_t n = 0;
-  ERR_clear_error();
-  const int ok = SSL_read_ex(ssl_, into.data(), into.size(), &n);
+  const ReadResult result = readTls(ssl_, into);
   if (releasing_buffers_ && SSL_is_init_finished(ssl_) == 1) {
     SSL_clear_mode(ssl_, SSL_MODE_RELEASE_BUFFERS);
     releasing_buffers_ = false;
   }
-  if (ok == 1) return {Status::kData, n};
-  switch (SSL_get_error(ssl_, 0)) {
-    case SSL_ERROR_WANT_READ:
-    case SSL_ERROR_WANT_WRITE:  // never with an append-only sink, but harmless
-      return {Status::kWouldBlock};
-    case SSL_ERROR_ZERO_RETURN:
-      return {Status::kClosed};
-    default:
-      // SSL_ERROR_SYSCALL (reset) or SSL_ERROR_SSL (bad record, handshake failure). The alert
-      // OpenSSL queued, if any, is flushed by the caller before it closes.
-      ERR_clear_error();
-      return {Status::kFailed};
-  }
+  return result;
 }
 
 // SSL_has_pending, not SSL_pending: with read-ahead, whole records may wait undecrypted.

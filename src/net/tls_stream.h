@@ -15,6 +15,7 @@
 
 #include "net/sink_bio.h"
 #include "net/tls_context.h"
+#include "net/tls_read.h"
 
 using SSL = struct ssl_st;
 
@@ -28,16 +29,8 @@ class TlsStream {
   TlsStream(const TlsStream&) = delete;
   TlsStream& operator=(const TlsStream&) = delete;
 
-  enum class Status {
-    kData,        // `bytes` of plaintext were read
-    kWouldBlock,  // nothing more until the socket is readable again
-    kClosed,      // the client closed (close_notify or EOF)
-    kFailed,      // handshake failure or a protocol error: close the connection
-  };
-  struct ReadResult {
-    Status status;
-    size_t bytes = 0;
-  };
+  using Status = TlsReadStatus;
+  using ReadResult = TlsReadResult;
   // Reads plaintext, driving the handshake first. May queue output (handshake flights, tickets).
   ReadResult read(std::span<uint8_t> into);
   // Bytes buffered inside OpenSSL (plaintext, or records read ahead from the socket) that

@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "worker/connection_sweep.h"
+
 namespace kturn::worker {
 namespace {
 
@@ -147,31 +149,20 @@ void DtlsListener::clearOutput() {
 }
 
 void DtlsListener::sweep(turn::MonoTime now) {
-  std::vector<TransportAddress> handshaking;
-  std::vector<TransportAddress> idle;
-  for (const auto& [client, s] : sessions_) {
-    if (!s->dtls->established()) {
-      if (now - s->started >= limits_.handshake_timeout) {
-        handshaking.push_back(client);
-      } else {
-        const size_t queued = output_.ends.size();
-        s->dtls->onTimer();  // retransmits the last flight when its timer has run out
-        attribute(client, queued);
-      }
-      continue;
+  const auto verdict = [&](Session& s) {
+    if (!s.dtls->established()) {
+      if (now - s.started >= limits_.handshake_timeout) return SweepVerdict::kHandshakeTimedOut;
+      const size_t queued = output_.ends.size();
+      s.dtls->onTimer();  // retransmits the last flight when its timer has run out
+      attribute(s.tuple.client, queued);
+      return SweepVerdict::kKeep;
     }
-    if (now - s->last_active < limits_.idle_timeout) continue;
-    if (callbacks_.has_allocation(s->tuple)) continue;
-    idle.push_back(client);
-  }
-  for (const TransportAddress& client : handshaking) {
-    ++stats_.closed_handshake;
-    close(client);
-  }
-  for (const TransportAddress& client : idle) {
-    ++stats_.closed_idle;
-    close(client);
-  }
+    return now - s.last_active >= limits_.idle_timeout && !callbacks_.has_allocation(s.tuple)
+               ? SweepVerdict::kIdle
+               : SweepVerdict::kKeep;
+  };
+  sweepConnections(sessions_, stats_, verdict,
+                   [this](const TransportAddress& client) { close(client); });
 }
 
 void DtlsListener::setTlsContext(net::TlsContextPtr context) {

@@ -10,6 +10,7 @@
 
 #include "net/tcp_socket.h"
 #include "stun/stream_framing.h"
+#include "worker/connection_sweep.h"
 
 namespace kturn::worker {
 namespace {
@@ -283,25 +284,16 @@ bool StreamListener::writeOut(Connection& c) {
 }
 
 void StreamListener::sweep(turn::MonoTime now) {
-  std::vector<TransportAddress> idle;
-  std::vector<TransportAddress> handshaking;
-  for (const auto& [client, c] : connections_) {
-    if (c->tls && !c->tls->established() && now - c->accepted >= limits_.handshake_timeout) {
-      handshaking.push_back(client);
-      continue;
+  const auto verdict = [&](const Connection& c) {
+    if (c.tls && !c.tls->established() && now - c.accepted >= limits_.handshake_timeout) {
+      return SweepVerdict::kHandshakeTimedOut;
     }
-    if (now - c->last_active < limits_.idle_timeout) continue;
-    if (callbacks_.has_allocation(c->tuple)) continue;
-    idle.push_back(client);
-  }
-  for (const TransportAddress& client : handshaking) {
-    ++stats_.closed_handshake;
-    close(client);
-  }
-  for (const TransportAddress& client : idle) {
-    ++stats_.closed_idle;
-    close(client);
-  }
+    return now - c.last_active >= limits_.idle_timeout && !callbacks_.has_allocation(c.tuple)
+               ? SweepVerdict::kIdle
+               : SweepVerdict::kKeep;
+  };
+  sweepConnections(connections_, stats_, verdict,
+                   [this](const TransportAddress& client) { close(client); });
 }
 
 void StreamListener::close(const TransportAddress& client) {

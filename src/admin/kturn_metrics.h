@@ -297,6 +297,33 @@ inline constexpr MetricSpec kUdpGroTrainsTotal{
     .label_names = {},
 };
 
+// outcome values of kUdpDatagramsTotal.
+namespace udp_outcome {
+inline constexpr std::string_view kReceived = "received";
+inline constexpr std::string_view kTruncated = "truncated";  // of received: too long, dropped
+inline constexpr std::string_view kSent = "sent";
+inline constexpr std::string_view kSendFailed = "send_failed";  // the kernel refused them
+}  // namespace udp_outcome
+
+inline constexpr MetricSpec kUdpDatagramsTotal{
+    .name = "kturn_udp_datagrams_total",
+    .help =
+        "UDP datagrams the workers' listener and relay sockets received (truncated: longer than "
+        "a receive slot, dropped) and sent (send_failed: refused by the kernel, dropped)",
+    .type = MetricType::kCounter,
+    .label_names = kOutcome,
+};
+
+inline constexpr std::array<std::string_view, 1> kDirection{kLabelDirection};
+inline constexpr MetricSpec kUdpSyscallsTotal{
+    .name = "kturn_udp_syscalls_total",
+    .help =
+        "recvmmsg (rx) and sendmmsg or sendmsg (tx) calls on the workers' UDP sockets: datagrams "
+        "per call is how well they batch",
+    .type = MetricType::kCounter,
+    .label_names = kDirection,
+};
+
 inline constexpr MetricSpec kOffloadRefusedTotal{
     .name = "kturn_offload_refused_total",
     .help =
@@ -339,7 +366,7 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 21> kAllSeries{
+inline constexpr std::array<const MetricSpec*, 25> kAllSeries{
     &kAllocationsCreatedTotal,
     &kAllocationsExpiredTotal,
     &kAllocationsEndedTotal,
@@ -361,6 +388,10 @@ inline constexpr std::array<const MetricSpec*, 21> kAllSeries{
     &kOffloadRelayedBytesTotal,
     &kOffloadChannels,
     &kOffloadDatagramsTotal,
+    &kUdpGsoTrainsTotal,
+    &kUdpGroTrainsTotal,
+    &kUdpDatagramsTotal,
+    &kUdpSyscallsTotal,
 };
 
 }  // namespace kturn::admin::kturn_series

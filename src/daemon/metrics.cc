@@ -263,6 +263,20 @@ std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
                          static_cast<double>(stats.send_gso_fallbacks)});
   auto gro = admin::familyOf(ks::kUdpGroTrainsTotal);
   gro.samples.push_back({{}, static_cast<double>(stats.receive_gro_trains)});
+  auto datagrams = admin::familyOf(ks::kUdpDatagramsTotal);
+  for (const auto& [outcome, value] :
+       {std::pair{ks::udp_outcome::kReceived, stats.datagrams_received},
+        {ks::udp_outcome::kTruncated, stats.datagrams_truncated},
+        {ks::udp_outcome::kSent, stats.datagrams_sent},
+        {ks::udp_outcome::kSendFailed, stats.send_dropped}}) {
+    datagrams.samples.push_back(
+        {labels({{ks::kLabelOutcome, outcome}}), static_cast<double>(value)});
+  }
+  auto syscalls = admin::familyOf(ks::kUdpSyscallsTotal);
+  syscalls.samples.push_back(
+      {labels({{ks::kLabelDirection, kRx}}), static_cast<double>(stats.receive_syscalls)});
+  syscalls.samples.push_back(
+      {labels({{ks::kLabelDirection, kTx}}), static_cast<double>(stats.send_syscalls)});
   auto capacity_over = admin::familyOf(ks::kCapacityOver);
   capacity_over.samples.push_back({{}, capacity.over_capacity ? 1.0 : 0.0});
   auto capacity_headroom = admin::familyOf(ks::kCapacityHeadroom);
@@ -289,7 +303,7 @@ std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
   }
   for (auto& f : listenerFamilies(stats, snapshot)) out.push_back(std::move(f));
   for (auto* f : {&info, &capacity_over, &capacity_headroom, &offload_channels, &offload_outcomes,
-                  &gso, &gro, &durations}) {
+                  &gso, &gro, &datagrams, &syscalls, &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

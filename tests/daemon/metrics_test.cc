@@ -121,6 +121,36 @@ namespace {
 
 // Every series admin/kturn_metrics.h declares comes out of buildMetrics exactly once (HELP and
 // TYPE with it), for a config with a TURN-UDP and a TURN-TCP listener; none comes out twice.
+// What the workers' UDP sockets did, each count in its own sample (no listener label: the
+// sockets of all listeners and relays together).
+TEST(MetricsTest, UdpSocketCountsAreExported) {
+  worker::WorkerStats stats;
+  stats.datagrams_received = 1;
+  stats.datagrams_truncated = 2;
+  stats.datagrams_sent = 3;
+  stats.send_dropped = 4;
+  stats.receive_syscalls = 5;
+  stats.send_syscalls = 6;
+  worker::ConfigSnapshot snapshot;
+  snapshot.turn = std::make_shared<const turn::ServerConfig>();
+  const auto families = buildMetrics(stats, snapshot);
+  const auto value = [&](std::string_view family, std::string_view label, std::string_view v) {
+    for (const admin::MetricFamily& f : families) {
+      if (f.name != family) continue;
+      for (const admin::Sample& s : f.samples) {
+        if (s.labels == admin::Labels{{std::string(label), std::string(v)}}) return s.value;
+      }
+    }
+    return -1.0;
+  };
+  EXPECT_EQ(value("kturn_udp_datagrams_total", "outcome", "received"), 1);
+  EXPECT_EQ(value("kturn_udp_datagrams_total", "outcome", "truncated"), 2);
+  EXPECT_EQ(value("kturn_udp_datagrams_total", "outcome", "sent"), 3);
+  EXPECT_EQ(value("kturn_udp_datagrams_total", "outcome", "send_failed"), 4);
+  EXPECT_EQ(value("kturn_udp_syscalls_total", "direction", "rx"), 5);
+  EXPECT_EQ(value("kturn_udp_syscalls_total", "direction", "tx"), 6);
+}
+
 TEST(MetricsTest, EveryDeclaredSeriesIsExportedOnce) {
   worker::ConfigSnapshot snapshot;
   worker::ListenerSpec udp;

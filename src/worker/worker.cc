@@ -358,7 +358,6 @@ const Worker::Listener* Worker::findListener(turn::ListenerId id) const {
 
 void Worker::onStreamFrame(turn::ListenerId id, const FiveTuple& tuple,
                            std::span<const uint8_t> frame) {
-  ++io_stats_.datagrams_received;
   ListenerTraffic& counters = traffic(id);
   ++counters.rx_packets;
   counters.rx_bytes += frame.size();
@@ -625,16 +624,19 @@ void Worker::onSharedRelayReadable(int fd) {
 }
 
 void Worker::onPeerDatagram(turn::AllocationId allocation, size_t i, const turn::Now& t) {
-  ++io_stats_.datagrams_received;
   if (rx_.truncated(i)) {
+    ++io_stats_.datagrams_received;
     ++io_stats_.datagrams_truncated;
     return;
   }
   if (const size_t segment = rx_.segmentSize(i); segment != 0) {
+    // Each datagram of the train counts, as for a client's (onClientDatagram).
+    io_stats_.datagrams_received += (rx_.payload(i).size() + segment - 1) / segment;
     ++io_stats_.receive_gro_trains;
     relayTrain(allocation, rx_.source(i), rx_.payload(i), segment, t);
     return;
   }
+  ++io_stats_.datagrams_received;
   const size_t length = rx_.payload(i).size();
   const auto buffer = rx_.expand(i, rx_.headroom(), net::UdpReceiveBatch::kTailroom);
   server_->onPeerPacket(allocation, rx_.source(i), {buffer, rx_.headroom(), length}, t, actions_);

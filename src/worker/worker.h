@@ -65,6 +65,7 @@ struct WorkerStats {
   std::vector<ListenerTraffic> traffic;             // indexed by ListenerId
   std::vector<turn::TrafficCounters> clusters;      // indexed by ClusterId
   uint64_t allocations = 0;
+  // UDP datagrams, listeners and relays (each of a GRO train counts); of them, truncated.
   uint64_t datagrams_received = 0;
   uint64_t datagrams_truncated = 0;
   uint64_t datagrams_sent = 0;

@@ -116,6 +116,7 @@ TEST_P(DaemonUdpSegmentationTest, APeersTrainReachesTheClientAsItsDatagrams) {
   std::vector<std::string> payloads;
   for (int i = 0; i < 20; ++i) payloads.push_back(std::string(300, static_cast<char>('A' + i)));
   payloads.push_back("the last, shorter");
+  const uint64_t received_before = daemon_->collectStats().datagrams_received;
   net::UdpSendBatch train(32);
   for (const std::string& p : payloads) {
     ASSERT_TRUE(train.queue(peer->fd(), *allocated.relayed,
@@ -135,6 +136,8 @@ TEST_P(DaemonUdpSegmentationTest, APeersTrainReachesTheClientAsItsDatagrams) {
   const worker::WorkerStats stats = daemon_->collectStats();
   EXPECT_EQ(stats.turn.peer_packets_relayed, payloads.size());
   EXPECT_EQ(stats.receive_gro_trains, GetParam() ? 1u : 0u);
+  // kturn_udp_datagrams_total{outcome="received"} counts each datagram of the train.
+  EXPECT_EQ(stats.datagrams_received - received_before, payloads.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Segmentation, DaemonUdpSegmentationTest, ::testing::Bool(),

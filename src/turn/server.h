@@ -205,6 +205,12 @@ class Server {
   void handleChannelBind(Request& req);
   void handleConnect(Request& req);
   void handleConnectionBind(Request& req);
+  // An Allocate on a 5-tuple that holds `existing`: the same answer for a retransmission, else
+  // 437.
+  void answerAgain(Request& req, const Allocation& existing);
+  // The per-user, per-source and per-core allocation limits: false after the refusal. The user's
+  // quota is taken on true; the caller gives it back if the allocation is not made.
+  bool withinQuotas(Request& req, std::string_view username);
   // An Allocate this core has no room for: 300 Try Alternate naming the listener's alternate
   // server of the client's family (RFC 8489 §10), or 508 without one.
   void refuseForCapacity(Request& req);

@@ -105,17 +105,14 @@ std::string defaultIdentity() {
   return std::string(name) + "_" + std::to_string(getpid());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"kturn-operator: Kubernetes control plane of kturn (STUNner-compatible)"};
+// Every flag, STUNner's where they overlap.
+struct Flags {
   kturn::op::ControllerOptions options;
   std::string kubeconfig;
   std::string context;
   std::string cdsAddr = ":13478";
   bool leaderElect = false;
-  kturn::k8s::LeaderElectionOptions election;
-  election.name = "kturn-operator-leader";
+  kturn::k8s::LeaderElectionOptions election{.name = "kturn-operator-leader"};
   std::string fromFiles;
   std::string referenceGrants = "ignore";
   std::string logSpec = "all:INFO";
@@ -128,220 +125,296 @@ int main(int argc, char** argv) {
   std::string cdsTlsCert, cdsTlsKey, cdsTlsCa;
   std::string cdsTlsHosts;
   bool cdsAllowPlaintext = true;
+};
 
-  app.add_option("--controller-name", options.render.controllerName,
+void addFlags(CLI::App& app, Flags& f) {
+  kturn::op::RenderOptions& render = f.options.render;
+  app.add_option("--controller-name", render.controllerName,
                  "GatewayClass spec.controllerName this operator acts for")
       ->capture_default_str();
-  app.add_option("--kubeconfig", kubeconfig,
+  app.add_option("--kubeconfig", f.kubeconfig,
                  "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)");
-  app.add_option("--context", context, "kubeconfig context (default: current-context)");
-  app.add_option("--cds-addr", cdsAddr, "config discovery server listen address [host]:port")
+  app.add_option("--context", f.context, "kubeconfig context (default: current-context)");
+  app.add_option("--cds-addr", f.cdsAddr, "config discovery server listen address [host]:port")
       ->capture_default_str();
-  app.add_option("--cds-server-address", options.render.configDiscoveryAddress,
+  app.add_option("--cds-server-address", render.configDiscoveryAddress,
                  "host:port the dataplane pods are told to fetch their config from "
                  "(STUNNER_CONFIG_ORIGIN)")
       ->capture_default_str();
-  app.add_flag("--cds-auth", cdsAuth,
+  app.add_flag("--cds-auth", f.cdsAuth,
                "authenticate config discovery clients: a ServiceAccount token (TokenReview) that "
                "is a Gateway's dataplane pod, or that RBAC lets read configs.cds.kturn.io; the "
                "Gateways' pods get such a token (docs/cds.md#authentication)");
-  app.add_option("--cds-token-audience", options.render.cdsAuth.audience,
+  app.add_option("--cds-token-audience", render.cdsAuth.audience,
                  "the audience CDS tokens must be for")
       ->capture_default_str();
-  app.add_option("--cds-tls-secret", cdsTlsSecret,
+  app.add_option("--cds-tls-secret", f.cdsTlsSecret,
                  "serve CDS over TLS with a certificate signed by the CA in this Secret (in "
                  "--cds-tls-secret-namespace), which the operator creates when it is missing");
-  app.add_option("--cds-tls-secret-namespace", cdsTlsSecretNamespace,
+  app.add_option("--cds-tls-secret-namespace", f.cdsTlsSecretNamespace,
                  "namespace of --cds-tls-secret (default: $POD_NAMESPACE)");
-  app.add_option("--cds-tls-cert", cdsTlsCert,
+  app.add_option("--cds-tls-cert", f.cdsTlsCert,
                  "serve CDS over TLS with this certificate chain (PEM file) instead");
-  app.add_option("--cds-tls-key", cdsTlsKey, "the private key of --cds-tls-cert (PEM file)");
-  app.add_option("--cds-tls-ca", cdsTlsCa,
+  app.add_option("--cds-tls-key", f.cdsTlsKey, "the private key of --cds-tls-cert (PEM file)");
+  app.add_option("--cds-tls-ca", f.cdsTlsCa,
                  "the CA the dataplane pods verify --cds-tls-cert against (PEM file)");
-  app.add_option("--cds-tls-hosts", cdsTlsHosts,
+  app.add_option("--cds-tls-hosts", f.cdsTlsHosts,
                  "comma-separated names and addresses of the managed serving certificate "
                  "(default: the host of --cds-server-address and its Service name forms)");
-  app.add_option("--cds-allow-plaintext", cdsAllowPlaintext,
+  app.add_option("--cds-allow-plaintext", f.cdsAllowPlaintext,
                  "with TLS: serve the configs of Gateways annotated "
                  "kturn.io/config-discovery-auth: none over plain HTTP too (stunnerd)")
       ->capture_default_str();
-  app.add_flag("--dataplane-network-policy", options.render.dataplaneNetworkPolicy,
+  app.add_flag("--dataplane-network-policy", render.dataplaneNetworkPolicy,
                "give each Gateway's pods a NetworkPolicy: TURN and relay ports open, the health "
                "and metrics ports only to --dataplane-monitoring-namespace");
-  app.add_option("--dataplane-monitoring-namespace", options.render.metricsNamespace,
+  app.add_option("--dataplane-monitoring-namespace", render.metricsNamespace,
                  "the namespace whose pods may reach the dataplane pods' :8086 and :8080")
       ->capture_default_str();
-  app.add_flag("--leader-elect", leaderElect,
+  app.add_flag("--leader-elect", f.leaderElect,
                "elect one leader (coordination.k8s.io Lease) to apply objects and write statuses; "
                "every replica serves CDS");
-  app.add_option("--leader-election-namespace", election.ns, "namespace of the Lease")
+  app.add_option("--leader-election-namespace", f.election.ns, "namespace of the Lease")
       ->capture_default_str();
-  app.add_option("--leader-election-id", election.name, "name of the Lease")->capture_default_str();
-  app.add_option("--leader-election-identity", election.identity,
+  app.add_option("--leader-election-id", f.election.name, "name of the Lease")
+      ->capture_default_str();
+  app.add_option("--leader-election-identity", f.election.identity,
                  "this replica's holderIdentity (default: $POD_NAME, else host_pid)");
-  app.add_option("--from-files", fromFiles,
+  app.add_option("--from-files", f.fromFiles,
                  "offline: render the manifests in this file or directory, print the YAML stream "
                  "`kturnctl render -f` prints, and exit");
-  app.add_option("--dataplane-image", options.render.dataplaneImage,
+  app.add_option("--dataplane-image", render.dataplaneImage,
                  "dataplane image when the Dataplane sets none")
       ->capture_default_str();
-  app.add_option("--endpoint-discovery", options.render.endpointDiscovery,
+  app.add_option("--endpoint-discovery", render.endpointDiscovery,
                  "Service backends by their pods' addresses (EndpointSlices); false: by their DNS "
                  "names in STRICT_DNS clusters, as STUNner's --endpoint-discovery=false")
       ->capture_default_str();
-  app.add_option("--relay-to-cluster-ip", options.render.relayToClusterIP,
+  app.add_option("--relay-to-cluster-ip", render.relayToClusterIP,
                  "a Service backend also admits its ClusterIP (STUNner's EnableRelayToClusterIP)")
       ->capture_default_str();
-  app.add_option("--reference-grants", referenceGrants,
+  app.add_option("--reference-grants", f.referenceGrants,
                  "enforce: cross-namespace backends need a ReferenceGrant; ignore: as STUNner")
       ->check(CLI::IsMember({"enforce", "ignore"}))
       ->capture_default_str();
-  app.add_option("--metrics-bind-address", metricsAddr,
+  app.add_option("--metrics-bind-address", f.metricsAddr,
                  "[host]:port of /metrics (the kturn_operator_* and process series); 0: none")
       ->capture_default_str();
-  app.add_option("--health-probe-bind-address", probeAddr,
+  app.add_option("--health-probe-bind-address", f.probeAddr,
                  "[host]:port of /healthz and /readyz (ready once every kind is listed); 0: none")
       ->capture_default_str();
-  app.add_option("--field-manager", options.fieldManager, "server-side apply field manager")
+  app.add_option("--field-manager", f.options.fieldManager, "server-side apply field manager")
       ->capture_default_str();
-  app.add_option("-l,--log", logSpec, "log levels, e.g. all:INFO,operator:DEBUG")
+  app.add_option("-l,--log", f.logSpec, "log levels, e.g. all:INFO,operator:DEBUG")
       ->capture_default_str();
-  app.add_option("--log-format", logFormat, "log line format: text or json")
+  app.add_option("--log-format", f.logFormat, "log line format: text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+}
 
-  if (!fromFiles.empty()) {
-    kturn::cli::RenderCommand render;
-    render.paths = {fromFiles};
-    render.options = options.render;
-    render.referenceGrants = referenceGrants;
-    return kturn::cli::runRender(render, std::cout, std::cerr);
-  }
+// Exit codes: 2 for a usage error (a flag's value), 1 for a failure to start.
+constexpr int kUsage = 2;
+constexpr int kFailed = 1;
 
-  // STUNner's STUNNER_GATEWAY_OPERATOR_LABEL_FILTER: set, it replaces the Gateway label keys not
-  // copied to the Deployment (comma-separated; set and empty, every label is copied).
-  if (const char* filter = std::getenv("STUNNER_GATEWAY_OPERATOR_LABEL_FILTER")) {
-    options.render.labelFilter = kturn::op::labelFilterFrom(filter);
-  }
-
-  kturn::log::setup(*kturn::log::parseFormat(logFormat));
-  if (auto ok = kturn::log::configure(logSpec); !ok) {
-    std::fprintf(stderr, "kturn-operator: -l: %s\n", ok.error().message.c_str());
-    return 2;
-  }
+// The CDS server's certificate, managed from a CA Secret (returned: renewed until destroyed) or
+// read from files; none without either flag. nullopt: go on; otherwise the exit code.
+std::optional<int> configureCdsTls(Flags& f, kturn::k8s::ApiClient& client,
+                                   kturn::cds::CdsServerOptions& cds,
+                                   std::unique_ptr<kturn::op::CdsCertificateRenewer>& renewer) {
   auto logger = kturn::log::scope("operator");
-  options.render.enforceReferenceGrants = referenceGrants == "enforce";
-
-  auto config = restConfig(kubeconfig, context);
-  if (!config) {
-    logger->critical("Kubernetes API: {}", config.error().message);
-    return 1;
-  }
-  auto client = kturn::k8s::ApiClient::create(*config);
-  if (!client) {
-    logger->critical("Kubernetes API {}: {}", config->url(), client.error().message);
-    return 1;
-  }
-
-  kturn::cds::CdsServerOptions cdsOptions;
-  if (!parseListenAddress(cdsAddr, cdsOptions.address, cdsOptions.port)) {
-    std::fprintf(stderr, "kturn-operator: --cds-addr %s: want [host]:port\n", cdsAddr.c_str());
-    return 2;
-  }
-  cdsOptions.allow_plaintext = cdsAllowPlaintext;
-  // The CDS certificate: managed from a CA Secret, or from files.
-  std::unique_ptr<kturn::op::CdsCertificateRenewer> renewer;
-  if (!cdsTlsSecret.empty() && !cdsTlsCert.empty()) {
+  kturn::op::RenderOptions& render = f.options.render;
+  if (!f.cdsTlsSecret.empty() && !f.cdsTlsCert.empty()) {
     std::fprintf(stderr,
                  "kturn-operator: --cds-tls-secret and --cds-tls-cert exclude each other\n");
-    return 2;
+    return kUsage;
   }
-  if (!cdsTlsSecret.empty()) {
-    if (cdsTlsSecretNamespace.empty()) cdsTlsSecretNamespace = "kturn-system";
-    auto ca = kturn::op::loadOrCreateCdsCa(**client, cdsTlsSecretNamespace, cdsTlsSecret);
+  if (!f.cdsTlsSecret.empty()) {
+    if (f.cdsTlsSecretNamespace.empty()) f.cdsTlsSecretNamespace = "kturn-system";
+    auto ca = kturn::op::loadOrCreateCdsCa(client, f.cdsTlsSecretNamespace, f.cdsTlsSecret);
     if (!ca) {
       logger->critical("{}", ca.error().message);
-      return 1;
+      return kFailed;
     }
-    std::vector<std::string> hosts = splitComma(cdsTlsHosts);
+    std::vector<std::string> hosts = splitComma(f.cdsTlsHosts);
     if (hosts.empty()) {
-      const std::string host = hostOf(options.render.configDiscoveryAddress);
+      const std::string host = hostOf(render.configDiscoveryAddress);
       if (host == "0.0.0.0" || host == "::") {
         std::fprintf(stderr,
                      "kturn-operator: --cds-tls-secret: --cds-server-address %s names no host "
                      "for the serving certificate; give one, or --cds-tls-hosts\n",
-                     options.render.configDiscoveryAddress.c_str());
-        return 2;
+                     render.configDiscoveryAddress.c_str());
+        return kUsage;
       }
       hosts = kturn::op::cdsServingHosts(host);
     }
     renewer = std::make_unique<kturn::op::CdsCertificateRenewer>(*ca, hosts);
     if (!renewer->first()) {
       logger->critical("CDS serving certificate: {}", renewer->first().error().message);
-      return 1;
+      return kFailed;
     }
-    cdsOptions.tls_cert_pem = renewer->first()->cert_pem;
-    cdsOptions.tls_key_pem = renewer->first()->key_pem;
-    options.render.cdsAuth.caPem = ca->cert_pem;
+    cds.tls_cert_pem = renewer->first()->cert_pem;
+    cds.tls_key_pem = renewer->first()->key_pem;
+    render.cdsAuth.caPem = ca->cert_pem;
     logger->info("CDS over TLS: certificate for {} from the CA in Secret {}/{}",
-                 fmt::join(hosts, ","), cdsTlsSecretNamespace, cdsTlsSecret);
-  } else if (!cdsTlsCert.empty()) {
-    auto cert = readFile(cdsTlsCert);
-    auto key = readFile(cdsTlsKey);
-    auto ca = readFile(cdsTlsCa.empty() ? cdsTlsCert : cdsTlsCa);
+                 fmt::join(hosts, ","), f.cdsTlsSecretNamespace, f.cdsTlsSecret);
+  } else if (!f.cdsTlsCert.empty()) {
+    auto cert = readFile(f.cdsTlsCert);
+    auto key = readFile(f.cdsTlsKey);
+    auto ca = readFile(f.cdsTlsCa.empty() ? f.cdsTlsCert : f.cdsTlsCa);
     if (!cert || !key || !ca) {
       std::fprintf(stderr,
                    "kturn-operator: cannot read --cds-tls-cert, --cds-tls-key or --cds-tls-ca\n");
-      return 2;
+      return kUsage;
     }
-    cdsOptions.tls_cert_pem = *cert;
-    cdsOptions.tls_key_pem = *key;
-    options.render.cdsAuth.caPem = *ca;
+    cds.tls_cert_pem = *cert;
+    cds.tls_key_pem = *key;
+    render.cdsAuth.caPem = *ca;
   }
-  // The authorizer's API calls get a client of their own with a short timeout: a request waits
-  // for them.
-  std::unique_ptr<kturn::k8s::ApiClient> reviewClient;
+  return std::nullopt;
+}
+
+// With --cds-auth: the authorizer of CDS clients, whose API calls get a client of their own with
+// a short timeout, since a request waits for them.
+struct CdsAuth {
+  std::unique_ptr<kturn::k8s::ApiClient> client;
   std::unique_ptr<kturn::op::CdsAuthorizer> authorizer;
-  if (cdsAuth) {
-    auto made = kturn::k8s::ApiClient::create(*config);
-    if (!made) {
-      logger->critical("Kubernetes API {}: {}", config->url(), made.error().message);
-      return 1;
-    }
-    reviewClient = std::move(made).value();
-    reviewClient->setTimeout(std::chrono::seconds(5));
-    authorizer = std::make_unique<kturn::op::CdsAuthorizer>(
-        *reviewClient,
-        kturn::op::CdsAuthorizerOptions{.audience = options.render.cdsAuth.audience});
-    cdsOptions.authorizer = std::ref(*authorizer);
-    options.render.cdsAuth.enabled = true;
-    if (cdsOptions.tls_cert_pem.empty()) {
-      logger->warn(
-          "CDS: --cds-auth without TLS (--cds-tls-secret or --cds-tls-cert): the dataplane pods "
-          "send their tokens over plain HTTP");
-    }
+};
+std::optional<int> configureCdsAuth(Flags& f, const kturn::k8s::RestConfig& config,
+                                    kturn::cds::CdsServerOptions& cds, CdsAuth& auth) {
+  if (!f.cdsAuth) return std::nullopt;
+  auto logger = kturn::log::scope("operator");
+  auto made = kturn::k8s::ApiClient::create(config);
+  if (!made) {
+    logger->critical("Kubernetes API {}: {}", config.url(), made.error().message);
+    return kFailed;
   }
-  // controller-runtime's convention, which STUNner's flags follow: "0" turns an endpoint off.
-  std::optional<kturn::admin::HttpEndpoint> metricsEndpoint, probeEndpoint;
+  auth.client = std::move(made).value();
+  auth.client->setTimeout(std::chrono::seconds(5));
+  kturn::op::RenderOptions& render = f.options.render;
+  auth.authorizer = std::make_unique<kturn::op::CdsAuthorizer>(
+      *auth.client, kturn::op::CdsAuthorizerOptions{.audience = render.cdsAuth.audience});
+  cds.authorizer = std::ref(*auth.authorizer);
+  render.cdsAuth.enabled = true;
+  if (cds.tls_cert_pem.empty()) {
+    logger->warn(
+        "CDS: --cds-auth without TLS (--cds-tls-secret or --cds-tls-cert): the dataplane pods "
+        "send their tokens over plain HTTP");
+  }
+  return std::nullopt;
+}
+
+// /healthz and /readyz, and /metrics; controller-runtime's convention, which STUNner's flags
+// follow: "0" turns an endpoint off.
+struct Endpoints {
+  std::optional<kturn::admin::HttpEndpoint> metrics, probe;
+};
+std::optional<int> parseEndpoints(const Flags& f, Endpoints& out) {
   for (auto [flag, text, endpoint] :
-       {std::tuple{"--metrics-bind-address", &metricsAddr, &metricsEndpoint},
-        std::tuple{"--health-probe-bind-address", &probeAddr, &probeEndpoint}}) {
+       {std::tuple{"--metrics-bind-address", &f.metricsAddr, &out.metrics},
+        std::tuple{"--health-probe-bind-address", &f.probeAddr, &out.probe}}) {
     if (*text == "0") continue;
     kturn::admin::HttpEndpoint e;
     if (!parseListenAddress(*text, e.host, e.port)) {
       std::fprintf(stderr, "kturn-operator: %s %s: want [host]:port or 0\n", flag, text->c_str());
-      return 2;
+      return kUsage;
     }
     *endpoint = e;
   }
+  return std::nullopt;
+}
+
+// Started before the controller, so a probe sees 503 until the first lists are in.
+std::optional<int> startEndpoints(const Endpoints& e, kturn::op::Controller& controller,
+                                  kturn::cds::CdsServer& cds,
+                                  std::vector<std::unique_ptr<kturn::admin::AdminServer>>& out) {
+  auto logger = kturn::log::scope("operator");
+  if (e.probe) {
+    auto& server = out.emplace_back(std::make_unique<kturn::admin::AdminServer>(*e.probe));
+    server->handle("/healthz", kturn::op::healthzHandler());
+    server->handle("/readyz", kturn::op::readyzHandler(controller));
+  }
+  if (e.metrics) {
+    auto& server = out.emplace_back(std::make_unique<kturn::admin::AdminServer>(*e.metrics));
+    const auto collect = [&controller, &cds] {
+      auto families =
+          kturn::op::operatorMetrics(controller.stats(), cds.watcherCount(), cds.accessStats());
+      for (auto& f : kturn::admin::collectProcessMetrics()) families.push_back(std::move(f));
+      return families;
+    };
+    server->handle("/metrics", kturn::admin::metricsHandler(collect));
+  }
+  for (auto& server : out) {
+    if (auto started = server->start(); !started) {
+      logger->critical("{}", started.error().message);
+      return kFailed;
+    }
+    logger->info("kturn-operator: serving http://{}", server->endpoint().hostPort());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kturn-operator: Kubernetes control plane of kturn (STUNner-compatible)"};
+  Flags f;
+  addFlags(app, f);
+  CLI11_PARSE(app, argc, argv);
+  kturn::op::RenderOptions& render = f.options.render;
+
+  if (!f.fromFiles.empty()) {
+    kturn::cli::RenderCommand command;
+    command.paths = {f.fromFiles};
+    command.options = render;
+    command.referenceGrants = f.referenceGrants;
+    return kturn::cli::runRender(command, std::cout, std::cerr);
+  }
+
+  // STUNner's STUNNER_GATEWAY_OPERATOR_LABEL_FILTER: set, it replaces the Gateway label keys not
+  // copied to the Deployment (comma-separated; set and empty, every label is copied).
+  if (const char* filter = std::getenv("STUNNER_GATEWAY_OPERATOR_LABEL_FILTER")) {
+    render.labelFilter = kturn::op::labelFilterFrom(filter);
+  }
+
+  kturn::log::setup(*kturn::log::parseFormat(f.logFormat));
+  if (auto ok = kturn::log::configure(f.logSpec); !ok) {
+    std::fprintf(stderr, "kturn-operator: -l: %s\n", ok.error().message.c_str());
+    return kUsage;
+  }
+  auto logger = kturn::log::scope("operator");
+  render.enforceReferenceGrants = f.referenceGrants == "enforce";
+
+  auto config = restConfig(f.kubeconfig, f.context);
+  if (!config) {
+    logger->critical("Kubernetes API: {}", config.error().message);
+    return kFailed;
+  }
+  auto client = kturn::k8s::ApiClient::create(*config);
+  if (!client) {
+    logger->critical("Kubernetes API {}: {}", config->url(), client.error().message);
+    return kFailed;
+  }
+
+  kturn::cds::CdsServerOptions cdsOptions;
+  if (!parseListenAddress(f.cdsAddr, cdsOptions.address, cdsOptions.port)) {
+    std::fprintf(stderr, "kturn-operator: --cds-addr %s: want [host]:port\n", f.cdsAddr.c_str());
+    return kUsage;
+  }
+  cdsOptions.allow_plaintext = f.cdsAllowPlaintext;
+  std::unique_ptr<kturn::op::CdsCertificateRenewer> renewer;
+  if (auto exit = configureCdsTls(f, **client, cdsOptions, renewer)) return *exit;
+  CdsAuth cdsAuth;
+  if (auto exit = configureCdsAuth(f, *config, cdsOptions, cdsAuth)) return *exit;
+  Endpoints endpointAddresses;
+  if (auto exit = parseEndpoints(f, endpointAddresses)) return *exit;
+
   // Threads started below inherit this mask; the main thread takes the signals with sigwait().
   sigset_t set = kturn::signals::blockTermination();
 
   auto cds = kturn::cds::CdsServer::start(cdsOptions);
   if (!cds) {
     logger->critical("{}", cds.error().message);
-    return 1;
+    return kFailed;
   }
   if (renewer) {
     renewer->start([&server = **cds, &logger](const kturn::certificate::PemPair& pem) {
@@ -351,47 +424,21 @@ int main(int argc, char** argv) {
     });
   }
   logger->info("CDS: {}{}",
-               cdsAuth ? "clients authenticated (audience " + options.render.cdsAuth.audience + ")"
-                       : "no client authentication (as STUNner)",
+               f.cdsAuth ? "clients authenticated (audience " + render.cdsAuth.audience + ")"
+                         : "no client authentication (as STUNner)",
                cdsOptions.tls_cert_pem.empty() ? ", plain HTTP" : ", TLS");
-  logger->info("Gateway labels not copied to Deployments: {}",
-               fmt::join(options.render.labelFilter, ","));
-  logger->info("kturn-operator: controller {}, API server {}, CDS on {}:{}",
-               options.render.controllerName, config->url(), cdsOptions.address, (*cds)->port());
+  logger->info("Gateway labels not copied to Deployments: {}", fmt::join(render.labelFilter, ","));
+  logger->info("kturn-operator: controller {}, API server {}, CDS on {}:{}", render.controllerName,
+               config->url(), cdsOptions.address, (*cds)->port());
 
-  kturn::op::Controller controller(**client, **cds, options);
-  // Started before the controller, so a probe sees 503 until the first lists are in.
+  kturn::op::Controller controller(**client, **cds, f.options);
   std::vector<std::unique_ptr<kturn::admin::AdminServer>> endpoints;
-  if (probeEndpoint) {
-    auto& server =
-        endpoints.emplace_back(std::make_unique<kturn::admin::AdminServer>(*probeEndpoint));
-    server->handle("/healthz", kturn::op::healthzHandler());
-    server->handle("/readyz", kturn::op::readyzHandler(controller));
-  }
-  if (metricsEndpoint) {
-    auto& server =
-        endpoints.emplace_back(std::make_unique<kturn::admin::AdminServer>(*metricsEndpoint));
-    kturn::cds::CdsServer& cdsServer = **cds;
-    const auto collect = [&controller, &cdsServer] {
-      auto families = kturn::op::operatorMetrics(controller.stats(), cdsServer.watcherCount(),
-                                                 cdsServer.accessStats());
-      for (auto& f : kturn::admin::collectProcessMetrics()) families.push_back(std::move(f));
-      return families;
-    };
-    server->handle("/metrics", kturn::admin::metricsHandler(collect));
-  }
-  for (auto& server : endpoints) {
-    if (auto started = server->start(); !started) {
-      logger->critical("{}", started.error().message);
-      return 1;
-    }
-    logger->info("kturn-operator: serving http://{}", server->endpoint().hostPort());
-  }
+  if (auto exit = startEndpoints(endpointAddresses, controller, **cds, endpoints)) return *exit;
   std::unique_ptr<kturn::k8s::LeaderElector> elector;
-  if (leaderElect) {
-    if (election.identity.empty()) election.identity = defaultIdentity();
+  if (f.leaderElect) {
+    if (f.election.identity.empty()) f.election.identity = defaultIdentity();
     elector = std::make_unique<kturn::k8s::LeaderElector>(
-        **client, election, [&controller](bool leading) { controller.setLeading(leading); });
+        **client, f.election, [&controller](bool leading) { controller.setLeading(leading); });
   } else {
     controller.setLeading(true);
   }

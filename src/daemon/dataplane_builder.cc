@@ -67,8 +67,8 @@ std::vector<std::string> DataplaneBuilder::dnsHosts(const config::StunnerConfig&
   return hosts;
 }
 
-Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(const config::StunnerConfig& config,
-                                                          const DnsCache& dns) {
+std::shared_ptr<turn::ServerConfig> DataplaneBuilder::serverConfig(
+    const config::StunnerConfig& config, const config::Limits& limits) {
   auto turn_config = std::make_shared<turn::ServerConfig>();
   switch (config.auth.authType()) {
     case config::AuthType::kStatic:
@@ -104,9 +104,6 @@ Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(const config::StunnerC
     if (id >= turn_config->cluster_names.size()) turn_config->cluster_names.resize(id + 1);
     turn_config->cluster_names[id] = c.name;
   }
-  const config::Limits limits = config.admin.limits.value_or(config::Limits{});
-  // A share per worker, rounded up so that a small limit still admits something everywhere.
-  const auto share = [this](uint64_t total) { return (total + workers_ - 1) / workers_; };
   turn_config->max_allocations = static_cast<uint32_t>(share(limits.max_allocations));
   // Each worker counts only its own allocations, and the kernel spreads a source's 5-tuples over
   // the workers (SO_REUSEPORT hashes ports too), so the quota is split like max_allocations: a
@@ -129,6 +126,141 @@ Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(const config::StunnerC
   turn_config->lifetimes.nonce = turn::Seconds(limits.nonce_lifetime);
   turn_config->lifetimes.permission = permission_lifetime_;
   turn_config->lifetimes.channel = channel_lifetime_;
+  return turn_config;
+}
+
+Result<worker::ListenerSpec> DataplaneBuilder::listenerSpec(
+    const config::Listener& l, const std::string& field, const worker::ConfigSnapshot& dataplane) {
+  const auto protocol = l.protocolType();
+  const auto ip = IpAddress::parse(l.address.empty() ? "0.0.0.0" : l.address);
+  if (!ip) {
+    return makeError(Error::Code::kInvalidArgument,
+                     field + ".address: invalid address \"" + l.address + "\"");
+  }
+  const auto bind_ip =
+      l.bind_address.empty() ? std::optional<IpAddress>() : IpAddress::parse(l.bind_address);
+  if (!l.bind_address.empty() && !bind_ip) {
+    return makeError(Error::Code::kInvalidArgument,
+                     field + ".bind_address: invalid address \"" + l.bind_address + "\"");
+  }
+  const auto& interfaces = dataplane.interfaces.entries();
+  // stunnerd listens on every address and only names `address` in XOR-RELAYED-ADDRESS; "::"
+  // takes IPv4 clients too (Worker::bindListener), so it is the default wherever IPv6 is up.
+  const bool has_ipv6 =
+      std::any_of(interfaces.begin(), interfaces.end(),
+                  [](const net::InterfaceAddresses::Entry& e) { return !e.ip.isV4(); });
+  const IpAddress every_address = has_ipv6 ? *IpAddress::parse("::") : IpAddress{};
+
+  worker::ListenerSpec spec;
+  spec.id = idFor(l.name);
+  spec.name = l.name;
+  const bool datagram = protocol == config::ListenerProtocol::kTurnUdp ||
+                        protocol == config::ListenerProtocol::kTurnDtls;
+  spec.protocol = datagram ? TransportProtocol::kUdp : TransportProtocol::kTcp;
+  if (config::needsCertificate(protocol)) {
+    auto tls = tlsFor(l, field, datagram ? net::TlsKind::kDtls : net::TlsKind::kTls);
+    if (!tls) return tls.error();
+    spec.tls = std::move(*tls);
+  }
+  // A loopback relay address is unreachable from anywhere else, so such a listener stays on
+  // loopback (the local default and the tests never listen beyond it).
+  const IpAddress bound = bind_ip ? *bind_ip : ip->isLoopback() ? *ip : every_address;
+  spec.bind = TransportAddress{bound, static_cast<uint16_t>(l.port)};
+  spec.relay_ip = *ip;
+  spec.relay_ip_local =
+      ip->isUnspecified() || ip->isLoopback() ||
+      std::any_of(interfaces.begin(), interfaces.end(),
+                  [&](const net::InterfaceAddresses::Entry& e) { return e.ip == *ip; });
+  for (size_t j = 0; j < dataplane.listeners.size(); ++j) {
+    const worker::ListenerSpec& other = dataplane.listeners[j];
+    if (other.protocol == spec.protocol && other.bind.port == spec.bind.port &&
+        overlaps(other.bind.ip, spec.bind.ip)) {
+      return makeError(Error::Code::kInvalidArgument,
+                       field + ".port: " + std::to_string(l.port) +
+                           (spec.protocol == TransportProtocol::kUdp ? "/udp" : "/tcp") +
+                           " is also listeners[" + std::to_string(j) +
+                           "]'s, on overlapping addresses (" + other.bind.ip.toString() + ", " +
+                           spec.bind.ip.toString() + "): give each its own bind_address or port");
+    }
+  }
+  spec.min_relay_port = static_cast<uint16_t>(l.min_relay_port);
+  spec.max_relay_port = static_cast<uint16_t>(l.max_relay_port);
+  return spec;
+}
+
+turn::ListenerPolicy DataplaneBuilder::listenerPolicy(const config::Listener& l,
+                                                      const worker::ListenerSpec& spec,
+                                                      const config::StunnerConfig& config,
+                                                      const DnsCache& dns) {
+  turn::ListenerPolicy policy;
+  policy.id = spec.id;
+  policy.name = l.name;
+  policy.offloadable = spec.protocol == TransportProtocol::kUdp && !spec.tls;  // TURN-UDP
+  policy.secure = spec.tls != nullptr;
+  policy.alternate_domain = l.alternate_domain;
+  for (const std::string& alternate : l.alternate_servers) {
+    if (auto address = TransportAddress::parse(alternate)) {  // validate() checked each
+      policy.alternate_servers.push_back(*address);
+    }
+  }
+  for (const std::string& route : l.routes) {
+    const config::Cluster* cluster = config.findCluster(route);
+    if (cluster == nullptr) continue;  // a dangling route admits nothing, as in STUNner
+    const TransportProtocol peer_protocol =
+        cluster->clusterProtocol() == config::ClusterProtocol::kTcp ? TransportProtocol::kTcp
+                                                                    : TransportProtocol::kUdp;
+    const turn::ClusterId cluster_id = clusterIdFor(cluster->name);
+    if (cluster->clusterType() == config::ClusterType::kStrictDns) {
+      auto endpoints = cluster->dnsEndpoints();
+      if (!endpoints) continue;
+      for (const auto& e : *endpoints) {
+        const auto it = dns.find(e.host);
+        if (it == dns.end()) continue;
+        for (const IpAddress& addr : it->second) {
+          const uint8_t len = addr.isV4() ? 32 : 128;
+          policy.peers.push_back(
+              turn::PeerRange{addr, len, e.min_port, e.max_port, cluster_id, peer_protocol});
+        }
+      }
+      continue;
+    }
+    auto endpoints = cluster->staticEndpoints();
+    if (!endpoints) continue;  // validate() already reported it
+    for (const auto& e : *endpoints) {
+      policy.peers.push_back(turn::PeerRange{e.prefix, e.prefix_len, e.min_port, e.max_port,
+                                             cluster_id, peer_protocol});
+    }
+  }
+  return policy;
+}
+
+std::vector<TransportAddress> DataplaneBuilder::ownAddresses(
+    const worker::ConfigSnapshot& dataplane) {
+  // No listener may relay to any listener of this server (a TURN-in-TURN loop). A wildcard
+  // listener listens on every interface address, so each of those is its address too ("::"
+  // serves both families). Restricted ones (loopback, the link-local address of every veth)
+  // are left out: the wildcard entry already refuses them on its port, and the list is scanned
+  // for peers that port-restricted endpoints admit, per packet.
+  // A relay address of a 1:1 NAT leads back to the listener too (hairpin).
+  std::vector<TransportAddress> own;
+  for (const worker::ListenerSpec& spec : dataplane.listeners) {
+    own.push_back(spec.bind);
+    if (!spec.relay_ip_local) own.push_back(TransportAddress{spec.relay_ip, spec.bind.port});
+    if (!spec.bind.ip.isUnspecified()) continue;
+    for (const net::InterfaceAddresses::Entry& e : dataplane.interfaces.entries()) {
+      if ((spec.bind.ip.isV4() && !e.ip.isV4()) || turn::restrictedRangeOf(e.ip)) continue;
+      own.push_back(TransportAddress{e.ip, spec.bind.port});
+    }
+  }
+  std::sort(own.begin(), own.end());
+  own.erase(std::unique(own.begin(), own.end()), own.end());
+  return own;
+}
+
+Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(const config::StunnerConfig& config,
+                                                          const DnsCache& dns) {
+  const config::Limits limits = config.admin.limits.value_or(config::Limits{});
+  std::shared_ptr<turn::ServerConfig> turn_config = serverConfig(config, limits);
 
   auto dataplane = std::make_shared<worker::ConfigSnapshot>();
   dataplane->region = config.admin.region;
@@ -138,121 +270,14 @@ Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(const config::StunnerC
   dataplane->connections.idle_timeout = std::chrono::seconds(limits.idle_timeout);
   dataplane->connections.handshake_timeout = std::chrono::seconds(limits.handshake_timeout);
   dataplane->interfaces = interfaces_();
-  // stunnerd listens on every address and only names `address` in XOR-RELAYED-ADDRESS; "::"
-  // takes IPv4 clients too (Worker::bindListener), so it is the default wherever IPv6 is up.
-  const bool has_ipv6 =
-      std::any_of(dataplane->interfaces.entries().begin(), dataplane->interfaces.entries().end(),
-                  [](const net::InterfaceAddresses::Entry& e) { return !e.ip.isV4(); });
-  const IpAddress every_address = has_ipv6 ? *IpAddress::parse("::") : IpAddress{};
   for (size_t i = 0; i < config.listeners.size(); ++i) {
     const config::Listener& l = config.listeners[i];
-    const std::string field = "listeners[" + std::to_string(i) + "]";
-    const auto protocol = l.protocolType();
-    const auto ip = IpAddress::parse(l.address.empty() ? "0.0.0.0" : l.address);
-    if (!ip) {
-      return makeError(Error::Code::kInvalidArgument,
-                       field + ".address: invalid address \"" + l.address + "\"");
-    }
-    const auto bind_ip =
-        l.bind_address.empty() ? std::optional<IpAddress>() : IpAddress::parse(l.bind_address);
-    if (!l.bind_address.empty() && !bind_ip) {
-      return makeError(Error::Code::kInvalidArgument,
-                       field + ".bind_address: invalid address \"" + l.bind_address + "\"");
-    }
-    worker::ListenerSpec spec;
-    spec.id = idFor(l.name);
-    spec.name = l.name;
-    const bool datagram = protocol == config::ListenerProtocol::kTurnUdp ||
-                          protocol == config::ListenerProtocol::kTurnDtls;
-    spec.protocol = datagram ? TransportProtocol::kUdp : TransportProtocol::kTcp;
-    if (config::needsCertificate(protocol)) {
-      auto tls = tlsFor(l, field, datagram ? net::TlsKind::kDtls : net::TlsKind::kTls);
-      if (!tls) return tls.error();
-      spec.tls = std::move(*tls);
-    }
-    // A loopback relay address is unreachable from anywhere else, so such a listener stays on
-    // loopback (the local default and the tests never listen beyond it).
-    const IpAddress bound = bind_ip ? *bind_ip : ip->isLoopback() ? *ip : every_address;
-    spec.bind = TransportAddress{bound, static_cast<uint16_t>(l.port)};
-    spec.relay_ip = *ip;
-    spec.relay_ip_local =
-        ip->isUnspecified() || ip->isLoopback() ||
-        std::any_of(dataplane->interfaces.entries().begin(), dataplane->interfaces.entries().end(),
-                    [&](const net::InterfaceAddresses::Entry& e) { return e.ip == *ip; });
-    for (size_t j = 0; j < dataplane->listeners.size(); ++j) {
-      const worker::ListenerSpec& other = dataplane->listeners[j];
-      if (other.protocol == spec.protocol && other.bind.port == spec.bind.port &&
-          overlaps(other.bind.ip, spec.bind.ip)) {
-        return makeError(Error::Code::kInvalidArgument,
-                         field + ".port: " + std::to_string(l.port) +
-                             (spec.protocol == TransportProtocol::kUdp ? "/udp" : "/tcp") +
-                             " is also listeners[" + std::to_string(j) +
-                             "]'s, on overlapping addresses (" + other.bind.ip.toString() + ", " +
-                             spec.bind.ip.toString() + "): give each its own bind_address or port");
-      }
-    }
-    spec.min_relay_port = static_cast<uint16_t>(l.min_relay_port);
-    spec.max_relay_port = static_cast<uint16_t>(l.max_relay_port);
-
-    turn::ListenerPolicy policy;
-    policy.id = spec.id;
-    policy.name = l.name;
-    policy.offloadable = spec.protocol == TransportProtocol::kUdp && !spec.tls;  // TURN-UDP
-    policy.secure = spec.tls != nullptr;
-    policy.alternate_domain = l.alternate_domain;
-    for (const std::string& alternate : l.alternate_servers) {
-      if (auto address = TransportAddress::parse(alternate)) {  // validate() checked each
-        policy.alternate_servers.push_back(*address);
-      }
-    }
-    for (const std::string& route : l.routes) {
-      const config::Cluster* cluster = config.findCluster(route);
-      if (cluster == nullptr) continue;  // a dangling route admits nothing, as in STUNner
-      const TransportProtocol peer_protocol =
-          cluster->clusterProtocol() == config::ClusterProtocol::kTcp ? TransportProtocol::kTcp
-                                                                      : TransportProtocol::kUdp;
-      if (cluster->clusterType() == config::ClusterType::kStrictDns) {
-        auto endpoints = cluster->dnsEndpoints();
-        if (!endpoints) continue;
-        for (const auto& e : *endpoints) {
-          const auto it = dns.find(e.host);
-          if (it == dns.end()) continue;
-          for (const IpAddress& addr : it->second) {
-            const uint8_t len = addr.isV4() ? 32 : 128;
-            policy.peers.push_back(turn::PeerRange{addr, len, e.min_port, e.max_port,
-                                                   clusterIdFor(cluster->name), peer_protocol});
-          }
-        }
-        continue;
-      }
-      auto endpoints = cluster->staticEndpoints();
-      if (!endpoints) continue;  // validate() already reported it
-      for (const auto& e : *endpoints) {
-        policy.peers.push_back(turn::PeerRange{e.prefix, e.prefix_len, e.min_port, e.max_port,
-                                               clusterIdFor(cluster->name), peer_protocol});
-      }
-    }
-    turn_config->listeners.push_back(std::move(policy));
-    dataplane->listeners.push_back(spec);
+    auto spec = listenerSpec(l, "listeners[" + std::to_string(i) + "]", *dataplane);
+    if (!spec) return spec.error();
+    turn_config->listeners.push_back(listenerPolicy(l, *spec, config, dns));
+    dataplane->listeners.push_back(std::move(*spec));
   }
-  // No listener may relay to any listener of this server (a TURN-in-TURN loop). A wildcard
-  // listener listens on every interface address, so each of those is its address too ("::"
-  // serves both families). Restricted ones (loopback, the link-local address of every veth)
-  // are left out: the wildcard entry already refuses them on its port, and the list is scanned
-  // for peers that port-restricted endpoints admit, per packet.
-  // A relay address of a 1:1 NAT leads back to the listener too (hairpin).
-  std::vector<TransportAddress> own;
-  for (const worker::ListenerSpec& spec : dataplane->listeners) {
-    own.push_back(spec.bind);
-    if (!spec.relay_ip_local) own.push_back(TransportAddress{spec.relay_ip, spec.bind.port});
-    if (!spec.bind.ip.isUnspecified()) continue;
-    for (const net::InterfaceAddresses::Entry& e : dataplane->interfaces.entries()) {
-      if ((spec.bind.ip.isV4() && !e.ip.isV4()) || turn::restrictedRangeOf(e.ip)) continue;
-      own.push_back(TransportAddress{e.ip, spec.bind.port});
-    }
-  }
-  std::sort(own.begin(), own.end());
-  own.erase(std::unique(own.begin(), own.end()), own.end());
+  const std::vector<TransportAddress> own = ownAddresses(*dataplane);
   for (turn::ListenerPolicy& policy : turn_config->listeners) policy.own_addresses = own;
   dataplane->turn = std::move(turn_config);
   return worker::ConfigSnapshotPtr(std::move(dataplane));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,25 @@ class DataplaneBuilder {
   static std::vector<std::string> dnsHosts(const config::StunnerConfig& config);
 
  private:
+  // The TURN core's config but for its listeners: auth, limits (process-wide ones shared out to
+  // the workers) and lifetimes.
+  std::shared_ptr<turn::ServerConfig> serverConfig(const config::StunnerConfig& config,
+                                                   const config::Limits& limits);
+  // The socket side of listener `l` (`field` names it in errors): bind address, relay address,
+  // TLS context. Refused when it would share a port with one of `dataplane`'s listeners.
+  Result<worker::ListenerSpec> listenerSpec(const config::Listener& l, const std::string& field,
+                                            const worker::ConfigSnapshot& dataplane);
+  // The peers `l`'s routes admit: its clusters' endpoints, STRICT_DNS hosts as `dns` resolved
+  // them.
+  turn::ListenerPolicy listenerPolicy(const config::Listener& l, const worker::ListenerSpec& spec,
+                                      const config::StunnerConfig& config, const DnsCache& dns);
+  // Every transport address the listeners of `dataplane` are reached at, none of which may be a
+  // peer.
+  static std::vector<TransportAddress> ownAddresses(const worker::ConfigSnapshot& dataplane);
+  // A worker's share of a process-wide limit, rounded up so that a small limit still admits
+  // something everywhere.
+  uint64_t share(uint64_t total) const { return (total + workers_ - 1) / workers_; }
+
   // Listener ids stay the same for a listener name across rebuilds.
   turn::ListenerId idFor(const std::string& name);
   turn::ClusterId clusterIdFor(const std::string& name);

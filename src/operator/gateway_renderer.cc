@@ -108,6 +108,74 @@ std::vector<config::Cluster> gatewayClusters(const k8s::Gateway& gw,
   return out;
 }
 
+// Why a Gateway's spec refuses it before anything is rendered, if it does.
+struct Refusal {
+  std::string_view reason;
+  std::string message;
+};
+std::optional<Refusal> specRefusal(const k8s::Gateway& gw) {
+  if (auto problems = gatewayProblems(gw); !problems.empty()) {
+    const std::string_view why = problems[0].starts_with("spec.addresses")
+                                     ? std::string_view("UnsupportedAddress")
+                                     : reason::kInvalidParameters;
+    return Refusal{why, "Gateway " + gw.meta.key().str() + ": " + problems[0]};
+  }
+  for (size_t i = 0; i < gw.addresses.size(); ++i) {
+    const k8s::GatewayAddress& a = gw.addresses[i];
+    // STUNner passes the value on as loadBalancerIP and the API server rejects the Service.
+    if (a.type.value_or("IPAddress") == "IPAddress" && !IpAddress::parse(a.value)) {
+      return Refusal{"UnsupportedAddress", "spec.addresses[" + std::to_string(i) + "].value \"" +
+                                               a.value + "\": not an IP address"};
+    }
+  }
+  return std::nullopt;
+}
+
+// What the Gateway decides for listener `l`, which was rendered: its Service's target port, its
+// public address `addr` (if one was found), its routes and the sibling regions' alternate
+// servers; and its Programmed condition.
+void programListener(ListenerRender& l, const k8s::Gateway& gw, const ServiceRender& svc,
+                     const std::optional<PublicAddress>& addr, const GlobalAnnotations& annotations,
+                     const std::vector<std::string>& routes) {
+  if (auto it = svc.targetPorts.find(l.spec->name); it != svc.targetPorts.end()) {
+    l.config->port = it->second;
+  }
+  if (addr) {
+    l.config->public_address = addr->address;
+    l.config->public_port = addr->port;
+  }
+  l.config->routes = routes;
+  // A sibling Gateway in another region has the same listeners: its public address at this
+  // listener's port.
+  l.config->alternate_servers = annotations.alternateServers(static_cast<int>(l.spec->port));
+  if (!l.config->alternate_servers.empty())
+    l.config->alternate_domain = annotations.alternate_domain;
+  if (svc.unexposed.contains(l.spec->name)) {
+    l.conditions.set(condition(
+        cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
+        "not exposed: the Service carries " + svc.serviceProtocol + " only, set annotation " +
+            std::string(kMixedProtocolAnnotation) + ": \"true\" to expose " +
+            std::string(toString(listenerProtocol(l.spec->protocol)->serviceProtocol)) +
+            " listeners too",
+        gw));
+  } else {
+    l.conditions.set(condition(cond::kProgrammed, ConditionStatus::kTrue, reason::kProgrammed,
+                               "listener rendered into the dataplane config", gw));
+  }
+}
+
+// Listener `l` was not rendered: Programmed false, with the reason its other conditions give.
+void markUnrendered(ListenerRender& l, const k8s::Gateway& gw) {
+  l.conditions.set(
+      condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
+                "listener not rendered: " + l.conditions.find(cond::kAccepted)->message, gw));
+  if (const Condition* refs = l.conditions.find(cond::kResolvedRefs);
+      refs && refs->status == ConditionStatus::kFalse) {
+    l.conditions.set(condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
+                               "listener not rendered: " + refs->message, gw));
+  }
+}
+
 }  // namespace
 
 GatewayRender rejectGateway(const k8s::Gateway& gw, std::string_view reason,
@@ -135,21 +203,8 @@ GatewayRender rejectGateway(const k8s::Gateway& gw, std::string_view reason,
 GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
                             const ClusterSnapshot& snapshot, const ClusterOf& clusterOf,
                             const RenderOptions& options) {
-  if (auto problems = gatewayProblems(gw); !problems.empty()) {
-    const std::string_view why = problems[0].starts_with("spec.addresses")
-                                     ? std::string_view("UnsupportedAddress")
-                                     : reason::kInvalidParameters;
-    return rejectGateway(gw, why, "Gateway " + gw.meta.key().str() + ": " + problems[0], options);
-  }
-  for (size_t i = 0; i < gw.addresses.size(); ++i) {
-    const k8s::GatewayAddress& a = gw.addresses[i];
-    // STUNner passes the value on as loadBalancerIP and the API server rejects the Service.
-    if (a.type.value_or("IPAddress") == "IPAddress" && !IpAddress::parse(a.value)) {
-      return rejectGateway(
-          gw, "UnsupportedAddress",
-          "spec.addresses[" + std::to_string(i) + "].value \"" + a.value + "\": not an IP address",
-          options);
-    }
+  if (auto refusal = specRefusal(gw)) {
+    return rejectGateway(gw, refusal->reason, refusal->message, options);
   }
   auto auth = renderAuth(*ctx.gatewayConfig, snapshot);
   if (!auth) return rejectGateway(gw, reason::kInvalidParameters, auth.error().message, options);
@@ -179,47 +234,14 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
   for (ListenerRender& l : listeners) {
     const std::vector<std::string> routes = attachedRoutes(gw, *l.spec, snapshot);
     if (l.config) {
-      if (auto it = svc.targetPorts.find(l.spec->name); it != svc.targetPorts.end()) {
-        l.config->port = it->second;
-      }
-      std::optional<PublicAddress> addr;
-      if (pub) addr = publicAddress(gw, *l.spec, *pub, snapshot);
-      if (addr) {
-        l.config->public_address = addr->address;
-        l.config->public_port = addr->port;
-        lastAddress = addr;
-      } else {
-        allAddressed = false;
-      }
-      l.config->routes = routes;
-      // A sibling Gateway in another region has the same listeners: its public address at this
-      // listener's port.
-      l.config->alternate_servers = annotations->alternateServers(static_cast<int>(l.spec->port));
-      if (!l.config->alternate_servers.empty()) {
-        l.config->alternate_domain = annotations->alternate_domain;
-      }
+      const std::optional<PublicAddress> addr =
+          pub ? publicAddress(gw, *l.spec, *pub, snapshot) : std::nullopt;
+      if (addr) lastAddress = addr;
+      allAddressed = allAddressed && addr.has_value();
+      programListener(l, gw, svc, addr, *annotations, routes);
       conf.listeners.push_back(*l.config);
-      if (svc.unexposed.contains(l.spec->name)) {
-        l.conditions.set(condition(
-            cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
-            "not exposed: the Service carries " + svc.serviceProtocol + " only, set annotation " +
-                std::string(kMixedProtocolAnnotation) + ": \"true\" to expose " +
-                std::string(toString(listenerProtocol(l.spec->protocol)->serviceProtocol)) +
-                " listeners too",
-            gw));
-      } else {
-        l.conditions.set(condition(cond::kProgrammed, ConditionStatus::kTrue, reason::kProgrammed,
-                                   "listener rendered into the dataplane config", gw));
-      }
     } else {
-      l.conditions.set(
-          condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
-                    "listener not rendered: " + l.conditions.find(cond::kAccepted)->message, gw));
-      if (const Condition* refs = l.conditions.find(cond::kResolvedRefs);
-          refs && refs->status == ConditionStatus::kFalse) {
-        l.conditions.set(condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
-                                   "listener not rendered: " + refs->message, gw));
-      }
+      markUnrendered(l, gw);
     }
     listenerStatuses.push_back(
         listenerStatus(l.spec->name, static_cast<int>(routes.size()), l.conditions, options));

@@ -1,6 +1,6 @@
 // MetricFamily: one Prometheus metric family as plain data, filled by the daemon at scrape time
 // from its per-worker stats shards. No registry and no live metric objects: the data plane keeps
-// its own counters (CONVENTIONS.md §9) and this is only the shape they are rendered from.
+// its own counters (docs/architecture.md §3) and this is only the shape they are rendered from.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,8 @@ namespace kturn::admin {
 enum class MetricType { kCounter, kGauge, kHistogram };
 
 // Label pairs in the order they are rendered. Values come from config (listener and cluster
-// names) or fixed vocabularies, never from client input (CONVENTIONS.md §9).
+// names) or fixed vocabularies, never from client input: a series per client would grow
+// without bound.
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
 struct Sample {

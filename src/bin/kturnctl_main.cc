@@ -1,4 +1,4 @@
-// kturnctl: the kturn command line (DESIGN.md §1, docs/kturnctl.md). Subcommands: render,
+// kturnctl: the kturn command line (docs/kturnctl.md). Subcommands: render,
 // config, status, auth, turncat, icetest.
 #include <signal.h>
 

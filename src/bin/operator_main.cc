@@ -1,4 +1,4 @@
-// kturn-operator: the control plane (DESIGN.md §1, §4). Watches Gateway API and stunner.l7mp.io
+// kturn-operator: the control plane (docs/operator.md). Watches Gateway API and stunner.l7mp.io
 // resources, renders each Gateway's dataplane config, Deployment and Service, serves the configs
 // over CDS and writes statuses back. Flags follow STUNner's gateway operator where they overlap.
 //

@@ -1,5 +1,5 @@
-// Thin wrappers over OpenSSL 3 for the few primitives STUN/TURN needs (DESIGN.md §5: no
-// hand-written crypto). Nothing here allocates: digest contexts live on the stack, and HMAC is
+// Thin wrappers over OpenSSL 3 for the few primitives STUN/TURN needs (no hand-written
+// crypto). Nothing here allocates: digest contexts live on the stack, and HMAC is
 // RFC 2104 composed over OpenSSL's digests (crypto.cc says why).
 #pragma once
 

@@ -1,4 +1,4 @@
-// Logging setup. kturn logs through spdlog; the hot path never logs (CONVENTIONS.md §9).
+// Logging setup. kturn logs through spdlog; the hot path never logs.
 //
 // Every line goes through one sink that writes text or JSON (`--log-format`, as stunnerd) to
 // stdout and rate-limits: at most kLinesPerSecond lines a second, the excess counted and

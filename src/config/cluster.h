@@ -1,5 +1,5 @@
 // clusters[]: the peers relays may reach (pkg/apis/v1/cluster.go). A listener relays to a peer
-// only if some cluster it routes to contains the peer (DESIGN.md §2).
+// only if some cluster it routes to contains the peer (docs/security.md, "Who may be a peer").
 #pragma once
 
 #include <string>

@@ -57,7 +57,8 @@ class Daemon {
     size_t workers = 0;  // 0: one per core
     std::chrono::seconds dns_interval{5};
     // SIGTERM drains: /ready fails, allocations keep being served until none is left or this
-    // much time has passed (stunnerd's terminationGracePeriod default, seed 004).
+    // much time has passed (stunnerd's terminationGracePeriod default;
+    // docs/operations.md#draining).
     std::chrono::seconds grace_period{3600};
     bool force_ready = false;  // stunnerd's --force-ready-status
     // Apply each config's admin.loglevel (stunnerd does, unless -l was given).

@@ -1,4 +1,4 @@
-// EventLoop: the epoll loop that drives one worker thread (DESIGN.md §3).
+// EventLoop: the epoll loop that drives one worker thread (docs/architecture.md §3).
 #pragma once
 
 #include <sys/epoll.h>

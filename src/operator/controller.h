@@ -1,4 +1,4 @@
-// The operator's control loop (DESIGN.md §4): watched cluster → renderer → appliers.
+// The operator's control loop (docs/operator.md): watched cluster → renderer → appliers.
 //
 //   informer threads ──change──▶ dirty ──debounce──▶ reconcile():
 //       the objects that changed (WatchedCluster::takeChanges) → the snapshot updated in place

@@ -1,6 +1,6 @@
 // The operator's renderer: a pure function from the cluster's objects to the desired state of
 // every Gateway's dataplane and the status of every object the controller is responsible for
-// (DESIGN.md §4). No I/O, no clock, no randomness: the same snapshot and options give the same
+// (docs/operator.md). No I/O, no clock, no randomness: the same snapshot and options give the same
 // result, which the golden tests under tests/golden pin down.
 //
 // Order and rules (STUNner stunner-gateway-operator internal/renderer/render_pipeline.go,

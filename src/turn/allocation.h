@@ -16,7 +16,7 @@
 namespace kturn::turn {
 
 // Whether the current config admits a peer, cached per config epoch so the per-packet check is
-// one integer compare until the config changes (DESIGN.md §2: checked for every relayed packet).
+// one integer compare until the config changes (peer_policy.h: checked for every relayed packet).
 struct PolicyVerdict {
   uint64_t epoch = 0;  // 0: never checked
   bool allowed = false;

@@ -1,5 +1,5 @@
 // Per-source-address limit on failed authentications, so a 401 flood from one address cannot
-// burn the worker's CPU on HMACs and starve well-behaved clients (seed 001 §7.1). A fixed table
+// burn the worker's CPU on HMACs and starve well-behaved clients (docs/security.md). A fixed table
 // indexed by a hash of the address: constant memory, no allocation; a collision merely resets
 // the other address's count. Worker-local like the rest of the core.
 #pragma once

@@ -1,4 +1,4 @@
-// Long-term credential lookup for STUNner's auth modes (DESIGN.md §2): static (one
+// Long-term credential lookup for STUNner's auth modes (docs/auth.md): static (one
 // username/password) and ephemeral (TURN REST API, draft-uberti-behave-turn-rest-00 §2.2).
 #pragma once
 

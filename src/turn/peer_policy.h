@@ -1,7 +1,8 @@
 // Which peers the current config lets an allocation reach: the allow-list built from the routes'
-// backend endpoints (DESIGN.md §2), per listener. Every relayed packet is checked, so an answer is
-// cached in the permission or channel it is for (PolicyVerdict) and holds for one config epoch:
-// per packet, one integer compare until the config changes. Epochs are per core.
+// backend endpoints (docs/security.md, "Who may be a peer"), per listener. Every relayed packet is
+// checked, so an answer is cached in the permission or channel it is for (PolicyVerdict) and holds
+// for one config epoch: per packet, one integer compare until the config changes. Epochs are per
+// core.
 #pragma once
 
 #include <cstdint>

@@ -40,7 +40,7 @@ RequestAuth::Decision RequestAuth::check(const ServerConfig& cfg, const Request&
   const bool oauth = m.has(stun::attr::kAccessToken) && !cfg.oauth_keys.empty();
   const bool oauth_allocation = allocation != nullptr && allocation->oauth;
   // An ephemeral credential stops working at its embedded expiry, also for an allocation that it
-  // created (seed 000: existing allocations live until the expiry in their username).
+  // created: existing allocations live until the expiry in their username, as in STUNner.
   if (cfg.auth_mode == AuthMode::kEphemeral && !oauth && !oauth_allocation) {
     const auto expiry = restUsernameExpiry(user);
     if (!expiry || *expiry < req.now.unix_seconds) {

@@ -1,7 +1,7 @@
 // The sans-I/O TURN server core (RFC 8656 over UDP, RFC 8489 STUN Binding): bytes, addresses and
-// time in; datagrams to send out. It never touches a socket, a clock or an RNG (CONVENTIONS.md
-// §4); relayed transport addresses come from an injected RelayAllocator. One instance per worker:
-// not thread-safe, no locks.
+// time in; datagrams to send out. It never touches a socket, a clock or an RNG
+// (docs/architecture.md); relayed transport addresses come from an injected RelayAllocator. One
+// instance per worker: not thread-safe, no locks.
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
 // The TURN core's view of a configuration: an immutable snapshot that the daemon builds from the
-// STUNner dataplane config and swaps into each worker (CONVENTIONS.md §12).
+// STUNner dataplane config and swaps into each worker (docs/architecture.md §5).
 #pragma once
 
 #include <cstdint>

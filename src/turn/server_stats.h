@@ -1,4 +1,4 @@
-// The TURN core's counters, one shard per worker, summed at scrape time (CONVENTIONS.md §9).
+// The TURN core's counters, one shard per worker, summed at scrape time (docs/metrics.md).
 // Plain integers: a shard is written only by its worker's thread.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Told when an allocation ends, with everything a session record needs (seed 001 §4.2). The
+// Told when an allocation ends, with everything a session record needs (session_log.h). The
 // daemon writes the structured log line; the core stays free of I/O. Called once per allocation,
 // never per packet.
 #pragma once

@@ -1,6 +1,6 @@
 // SourceBlocker: where the TURN core hands a source that keeps failing authentication, so that
 // its datagrams are dropped before they reach the core (the kernel fast path's drop list,
-// source document 001's fail2ban pattern). The core's own throttle (auth_throttle.h) still
+// a fail2ban in the data path; docs/security.md). The core's own throttle (auth_throttle.h) still
 // drops the source's requests unanswered meanwhile, with or without a blocker.
 #pragma once
 

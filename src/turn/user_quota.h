@@ -1,6 +1,6 @@
 // Allocations per username across every TURN core of the process: admin.user_quota (STUNner's
 // GatewayConfig userQuota) holds per process, whatever the number of workers. One of the few
-// structures the workers share (CONVENTIONS.md §8): a counter map under a mutex, taken by an
+// structures the workers share (docs/architecture.md §3): a counter map under a mutex, taken by an
 // Allocate that passed authentication and by an allocation's end, never by a relayed packet.
 #pragma once
 

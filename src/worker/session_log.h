@@ -1,6 +1,6 @@
-// One structured log record per allocation end (seed 001 §4.2, §7.2): session id, listener,
-// client (optionally anonymized), user (optionally hashed), relayed address, peers, packets and
-// bytes each way, duration, end reason. One line per allocation, never per packet.
+// One structured log record per allocation end (docs/security.md, anonymous relaying): session id,
+// listener, client (optionally anonymized), user (optionally hashed), relayed address, peers,
+// packets and bytes each way, duration, end reason. One line per allocation, never per packet.
 #pragma once
 
 #include <spdlog/logger.h>

@@ -1,6 +1,6 @@
 // One data-plane worker: a thread with its own event loop, its own SO_REUSEPORT socket per
-// listener, its own relay sockets, TURN core and stats — shared nothing (DESIGN.md §3). Other
-// threads reach it only through post().
+// listener, its own relay sockets, TURN core and stats — shared nothing (docs/architecture.md §3).
+// Other threads reach it only through post().
 #pragma once
 
 #include <array>

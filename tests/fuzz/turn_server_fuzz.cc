@@ -698,7 +698,8 @@ class Session {
   }
 
   // The server relays between an allocation and `peer` only under an unexpired permission for
-  // the peer's IP that the current config's policy admits, port included (DESIGN.md §2).
+  // the peer's IP that the current config's policy admits, port included (docs/security.md, "Who
+  // may be a peer").
   void checkRelayAllowed(Allocation& a, const TransportAddress& peer) {
     const Permission* p = a.findPermission(peer.ip);
     FUZZ_CHECK(p != nullptr);

@@ -5,7 +5,7 @@ a real kturnd fed over CDS, and coturn's turnutils_uclient relaying through it t
 loopback. The operator runs as a ServiceAccount with a token from the TokenRequest API; every
 manifest goes in with `kubectl apply`, every status comes back with `kubectl get`.
 
-Manifests: source document 000 (tests/golden/seed000*/input), in namespaces and under class names
+Manifests: tests/golden/seed000*/input, in namespaces and under class names
 of this test's own (a Scope: other tests share the cluster). Other changes to the seed, each
 needed to run on one machine: the Gateway's listener port is a free port (not 3478, which
 parallel tests and a system turnserver may hold), the backend EndpointSlice lists one pod, and a

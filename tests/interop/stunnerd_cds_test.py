@@ -3,7 +3,7 @@
 the drop-in, the other way round (issue 23). STUNner's stunnerd v1.2.1 (built from its Go module
 by scripts/build-test-tools.sh) runs as a Dataplane pod would, `stunnerd -w -c http://<cds> --id
 <namespace>/<gateway>` with STUNNER_ADDR set, against the real kturn-operator on the test run's
-real control plane (tests/support/control_plane.py), with source document 000's manifests (as in
+real control plane (tests/support/control_plane.py), with tests/golden/seed000's manifests (as in
 operator_test.py: a Scope of the test's own, a free listener port, pods in a network namespace of
 the test's own behind harness.PodNetwork, root needed: exits 77 without it).
 

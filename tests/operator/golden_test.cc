@@ -1,4 +1,4 @@
-// Golden tests of the renderer (DESIGN.md §4): every tests/golden/**/input/ folder of manifests
+// Golden tests of the renderer (docs/operator.md): every tests/golden/**/input/ folder of manifests
 // renders to the YAML stream in the expected.yaml beside it. KTURN_UPDATE_GOLDEN=1 rewrites the
 // expected files instead; review every rewritten file by hand before committing it.
 #include <gtest/gtest.h>

@@ -1,6 +1,7 @@
 // Drives the sans-I/O TURN core for micro-benchmarks the way tests/turn/turn_test_support.h does
-// for tests (that header pulls in gtest, so the few pieces needed are repeated here): a fake
-// relay allocator, a clock the benchmark advances, and clients that allocate, permit and bind.
+// for tests (that header pulls in gtest; the fake relay allocator and the request builder are
+// shared from tests/support/): a clock the benchmark advances, and clients that allocate, permit
+// and bind.
 #pragma once
 
 #include <array>
@@ -14,36 +15,11 @@
 #include "stun/integrity.h"
 #include "stun/message.h"
 #include "stun/message_builder.h"
+#include "support/fake_relays.h"
+#include "support/turn_request.h"
 #include "turn/server.h"
 
 namespace kturn::bench::micro {
-
-// Relayed addresses 10.1.x.y:port, never refused; stores nothing per call.
-class FakeRelays : public turn::RelayAllocator {
- public:
-  Result<turn::RelayGrant> open(const turn::RelayRequest& request) override {
-    const uint32_t n = next_++;
-    turn::RelayGrant grant;
-    grant.relayed =
-        TransportAddress{IpAddress::v4(0x0A010000 | (n >> 16)), static_cast<uint16_t>(n)};
-    return grant;
-  }
-  void close(turn::AllocationId) override {}
-  void closeFamily(turn::AllocationId, AddressFamily) override {}
-  bool connectPeer(turn::AllocationId, turn::ConnectionId, const TransportAddress&) override {
-    return false;
-  }
-  void bindConnection(turn::ConnectionId, const FiveTuple&) override {}
-  void closeConnection(turn::ConnectionId) override {}
-  turn::ConnectionTraffic takeConnectionTraffic(turn::ConnectionId) override { return {}; }
-  std::unique_ptr<turn::RelayHandle> detach(turn::AllocationId) override {
-    return std::make_unique<turn::RelayHandle>();
-  }
-  void attach(turn::AllocationId, std::unique_ptr<turn::RelayHandle>) override {}
-
- private:
-  uint32_t next_ = 1;
-};
 
 inline constexpr turn::ListenerId kListener = 1;
 inline const TransportAddress kPeer = *TransportAddress::parse("10.2.0.9:5000");
@@ -73,6 +49,7 @@ inline FiveTuple clientTuple(uint32_t n) {
 class Harness {
  public:
   Harness() {
+    relays.record = false;  // the benchmarks open and close millions of relays
     turn::Server::Options options;
     for (size_t i = 0; i < options.nonce_key.size(); ++i) options.nonce_key[i] = uint8_t(i * 13);
     server = std::make_unique<turn::Server>(benchConfig(), relays, options);
@@ -81,22 +58,16 @@ class Harness {
 
   // A request from `tuple`; with credentials when `nonce` is set.
   std::vector<uint8_t> request(stun::Method method, const std::string& nonce,
-                               const std::function<void(stun::MessageBuilder&)>& fill) {
-    uint8_t buf[512];
+                               const testing::Fill& fill) {
     stun::TransactionId txid{};
     ++txid_counter;
     for (size_t i = 0; i < 8; ++i) txid[i] = static_cast<uint8_t>(txid_counter >> (8 * i));
-    stun::MessageBuilder b(buf, method, stun::MessageClass::kRequest, txid);
-    if (fill) fill(b);
+    testing::TurnRequest request{.method = method, .transaction_id = txid, .fill = fill};
     if (!nonce.empty()) {
-      b.addString(stun::attr::kUsername, "user1")
-          .addString(stun::attr::kRealm, "kturn.bench")
-          .addString(stun::attr::kNonce, nonce)
-          .addMessageIntegrity(key.span());
+      request.credentials = {
+          .username = "user1", .realm = "kturn.bench", .nonce = nonce, .key = key.span()};
     }
-    b.addFingerprint();
-    auto out = *b.finish();
-    return {out.begin(), out.end()};
+    return *testing::buildRequest(request);
   }
 
   // Feeds one datagram from `tuple`; returns the first reply to the client, if any.
@@ -153,7 +124,7 @@ class Harness {
     return m && m->messageClass() == stun::MessageClass::kSuccessResponse;
   }
 
-  FakeRelays relays;
+  testing::FakeRelays relays;
   std::unique_ptr<turn::Server> server;
   turn::Actions actions;
   turn::Now now{turn::MonoTime(std::chrono::hours(1000)), 1'800'000'000};

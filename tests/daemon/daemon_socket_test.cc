@@ -14,6 +14,7 @@
 #include "net/udp_socket.h"
 #include "stun/attributes.h"
 #include "stun/message_builder.h"
+#include "support/turn_request.h"
 
 namespace kturn::daemon {
 namespace {
@@ -80,15 +81,13 @@ class DaemonSocketTest : public ::testing::Test {
   }
 
   std::vector<uint8_t> request(stun::Method method, const stun::TransactionId& txid) {
-    uint8_t buf[256];
-    stun::MessageBuilder b(buf, method, stun::MessageClass::kRequest, txid);
-    if (method == stun::Method::kAllocate) {
-      const uint8_t udp[] = {17, 0, 0, 0};
-      b.add(stun::attr::kRequestedTransport, udp);
-    }
-    b.addFingerprint();
-    auto out = *b.finish();
-    return {out.begin(), out.end()};
+    return *::kturn::testing::buildRequest(
+        {.method = method, .transaction_id = txid, .fill = [method](stun::MessageBuilder& b) {
+           if (method == stun::Method::kAllocate) {
+             const uint8_t udp[] = {17, 0, 0, 0};
+             b.add(stun::attr::kRequestedTransport, udp);
+           }
+         }});
   }
 
   uint16_t port_ = 0;

@@ -29,6 +29,7 @@
 #include "stun/integrity.h"
 #include "stun/message.h"
 #include "stun/message_builder.h"
+#include "support/turn_request.h"
 #include "turn_test_client.h"
 
 namespace kturn::daemon {
@@ -136,18 +137,15 @@ class StreamClient {
   std::optional<Bytes> request(stun::Method method,
                                const std::function<void(stun::MessageBuilder&)>& fill) {
     for (int attempt = 0; attempt < 2; ++attempt) {
-      uint8_t buf[512];
       stun::TransactionId txid{};
       txid[0] = static_cast<uint8_t>(++txid_);
-      stun::MessageBuilder b(buf, method, stun::MessageClass::kRequest, txid);
-      if (fill) fill(b);
+      const auto key = stun::longTermKey("u", "r", "p");
+      ::kturn::testing::TurnRequest request{
+          .method = method, .transaction_id = txid, .fill = fill, .fingerprint = false};
       if (!nonce_.empty()) {
-        b.addString(stun::attr::kUsername, "u")
-            .addString(stun::attr::kRealm, "r")
-            .addString(stun::attr::kNonce, nonce_)
-            .addMessageIntegrity(stun::longTermKey("u", "r", "p").span());
+        request.credentials = {.username = "u", .realm = "r", .nonce = nonce_, .key = key.span()};
       }
-      const auto msg = *b.finish();
+      const auto msg = *::kturn::testing::buildRequest(request);
       if (!sendAll(fd_, msg)) return std::nullopt;
       auto reply = readMessage();
       if (!reply) return std::nullopt;

@@ -20,6 +20,7 @@
 #include "stun/integrity.h"
 #include "stun/message.h"
 #include "stun/message_builder.h"
+#include "support/turn_request.h"
 
 namespace kturn::daemon::testing {
 
@@ -150,11 +151,13 @@ class TurnTestClient {
   void sendIndication(const TransportAddress& peer, std::span<const uint8_t> data) {
     stun::TransactionId txid{};
     txid[0] = static_cast<uint8_t>(++txid_counter_);
-    uint8_t buf[1500];
-    stun::MessageBuilder b(buf, stun::Method::kSend, stun::MessageClass::kIndication, txid);
-    b.addXorAddress(stun::attr::kXorPeerAddress, peer).add(stun::attr::kData, data);
-    b.addFingerprint();
-    const auto bytes = *b.finish();
+    const auto bytes = *::kturn::testing::buildRequest(
+        {.method = stun::Method::kSend,
+         .cls = stun::MessageClass::kIndication,
+         .transaction_id = txid,
+         .fill = [&](stun::MessageBuilder& b) {
+           b.addXorAddress(stun::attr::kXorPeerAddress, peer).add(stun::attr::kData, data);
+         }});
     sockaddr_storage ss;
     const socklen_t len = net::toSockaddr(server_, ss);
     ::sendto(socket_.fd(), bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&ss), len);
@@ -182,12 +185,7 @@ class TurnTestClient {
     return o;
   }
 
-  Outcome transact(stun::Method method, bool auth, const Extra& extra) {
-    stun::TransactionId txid{};
-    const uint32_t n = ++txid_counter_;
-    for (size_t i = 0; i < 4; ++i) txid[i] = static_cast<uint8_t>(n >> (8 * i));
-    uint8_t buf[512];
-    stun::MessageBuilder b(buf, method, stun::MessageClass::kRequest, txid);
+  static void addAttributes(stun::MessageBuilder& b, stun::Method method, const Extra& extra) {
     if (method == stun::Method::kAllocate) {
       const uint8_t udp[] = {17, 0, 0, 0};
       b.add(stun::attr::kRequestedTransport, udp);
@@ -202,14 +200,22 @@ class TurnTestClient {
       const uint8_t value[] = {static_cast<uint8_t>(*extra.requested_family), 0, 0, 0};
       b.add(stun::attr::kRequestedAddressFamily, value);
     }
+  }
+
+  Outcome transact(stun::Method method, bool auth, const Extra& extra) {
+    stun::TransactionId txid{};
+    const uint32_t n = ++txid_counter_;
+    for (size_t i = 0; i < 4; ++i) txid[i] = static_cast<uint8_t>(n >> (8 * i));
+    const auto key = stun::longTermKey(username_, realm_, password_);
+    ::kturn::testing::TurnRequest request{
+        .method = method, .transaction_id = txid, .fill = [&](stun::MessageBuilder& b) {
+          addAttributes(b, method, extra);
+        }};
     if (auth) {
-      b.addString(stun::attr::kUsername, username_)
-          .addString(stun::attr::kRealm, realm_)
-          .addString(stun::attr::kNonce, nonce_)
-          .addMessageIntegrity(stun::longTermKey(username_, realm_, password_).span());
+      request.credentials = {
+          .username = username_, .realm = realm_, .nonce = nonce_, .key = key.span()};
     }
-    b.addFingerprint();
-    const auto bytes = *b.finish();
+    const auto bytes = *::kturn::testing::buildRequest(request);
     sockaddr_storage ss;
     const socklen_t len = net::toSockaddr(server_, ss);
     Outcome outcome;

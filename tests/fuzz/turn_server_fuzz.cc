@@ -54,6 +54,7 @@
 #include "stun/integrity.h"
 #include "stun/message.h"
 #include "stun/message_builder.h"
+#include "support/turn_request.h"
 #include "turn/authenticator.h"
 #include "turn/server.h"
 #include "turn/token_bucket.h"
@@ -215,13 +216,15 @@ class Session {
     const uint8_t flags = in.u8();
     const TransportAddress& peer = peers()[in.u8() % peers().size()];
     const auto payload = in.bytes(in.u16() % 1201);
-    uint8_t buf[1500];
-    stun::TransactionId txid = nextTxid();
-    stun::MessageBuilder b(buf, stun::Method::kSend, stun::MessageClass::kIndication, txid);
-    if (!(flags & 1)) b.addXorAddress(attr::kXorPeerAddress, peer);
-    if (!(flags & 2)) b.add(attr::kData, payload);
-    if (flags & 4) b.addFingerprint();
-    auto msg = b.finish();
+    const auto attributes = [&](stun::MessageBuilder& b) {
+      if (!(flags & 1)) b.addXorAddress(attr::kXorPeerAddress, peer);
+      if (!(flags & 2)) b.add(attr::kData, payload);
+    };
+    auto msg = testing::buildRequest({.method = stun::Method::kSend,
+                                      .cls = stun::MessageClass::kIndication,
+                                      .transaction_id = nextTxid(),
+                                      .fill = attributes,
+                                      .fingerprint = (flags & 4) != 0});
     FUZZ_CHECK(msg.has_value());
     input_.assign(msg->begin(), msg->end());
     fromClient(c, nullptr);
@@ -242,37 +245,35 @@ class Session {
     const bool other_user = flags & 0x40;
     const bool corrupt = flags & 0x80;
 
-    uint8_t buf[1500];
     const stun::TransactionId txid = retransmit ? c.last_txid : nextTxid();
     c.last_txid = txid;
-    stun::MessageBuilder b(buf, method, stun::MessageClass::kRequest, txid);
-
-    if (defaults) addDefaults(b, method, c, in);
-    const int extra = in.u8() % 8;
-    for (int i = 0; i < extra; ++i) addAttribute(b, in);
+    const auto attributes = [&](stun::MessageBuilder& b) {
+      if (defaults) addDefaults(b, method, c, in);
+      const int extra = in.u8() % 8;
+      for (int i = 0; i < extra; ++i) addAttribute(b, in);
+    };
+    testing::TurnRequest request{.method = static_cast<stun::Method>(method),
+                                 .transaction_id = txid,
+                                 .fill = attributes,
+                                 .fingerprint = fingerprint};
 
     std::optional<stun::IntegrityKey> key;  // what the request is signed with
+    std::string username;
     if (authenticated) {
-      const std::string username = userName(other_user);
+      username = userName(other_user);
       std::string password = passwordFor(username);
       if (wrong_password) password += "x";
       const auto algorithm =
           sha256 ? stun::PasswordAlgorithm::kSha256 : stun::PasswordAlgorithm::kMd5;
-      b.addString(attr::kUsername, username).addString(attr::kRealm, config().realm);
-      b.addString(attr::kNonce, c.nonce);
-      if (sha256) {
-        const uint8_t pa[] = {0x00, 0x02, 0x00, 0x00};
-        b.add(attr::kPasswordAlgorithm, pa);
-      }
       key = stun::longTermKey(username, config().realm, password, algorithm);
-      if (sha256 && (flags & 0x01)) {
-        b.addMessageIntegritySha256(key->span());
-      } else {
-        b.addMessageIntegrity(key->span());
-      }
+      request.credentials = {.username = username,
+                             .realm = config().realm,
+                             .nonce = c.nonce,
+                             .key = key->span(),
+                             .password_algorithm = sha256 ? std::optional(algorithm) : std::nullopt,
+                             .sha256_integrity = sha256 && (flags & 0x01)};
     }
-    if (fingerprint) b.addFingerprint();
-    auto msg = b.finish();
+    auto msg = testing::buildRequest(request);
     if (!msg) return;  // too many attributes for the buffer
     input_.assign(msg->begin(), msg->end());
     if (corrupt) {

@@ -92,6 +92,8 @@ inline const std::array<ServerConfigPtr, 4>& configs() {
 }
 
 // Hands out 10.1.0.1:<port> or [2001:db8:ffff::1]:<port>, at most kMaxOpen at a time.
+// Not tests/support/fake_relays.h: this one is a model that checks each call (FUZZ_CHECK) against
+// the relays and connections it holds and the server's config, where that one records calls.
 class FakeRelays : public RelayAllocator {
  public:
   static constexpr size_t kMaxOpen = 6;

@@ -12,7 +12,8 @@
 #include "stun/attributes.h"
 #include "stun/integrity.h"
 #include "stun/message.h"
-#include "stun/message_builder.h"
+#include "support/fake_relays.h"
+#include "support/turn_request.h"
 #include "turn/bandwidth_caps.h"
 #include "turn/peer_connections.h"
 #include "turn/peer_policy.h"
@@ -167,22 +168,6 @@ TEST(BandwidthCapsTest, AStreamReadsTheLeastOfBothCapsAndSpendsIt) {
 
 // --- PeerConnections ------------------------------------------------------------------------
 
-class FakeRelays : public RelayAllocator {
- public:
-  Result<RelayGrant> open(const RelayRequest&) override {
-    return makeError(Error::Code::kUnsupported, "not here");
-  }
-  void close(AllocationId) override {}
-  void closeFamily(AllocationId, AddressFamily) override {}
-  bool connectPeer(AllocationId, ConnectionId, const TransportAddress&) override { return false; }
-  void bindConnection(ConnectionId, const FiveTuple&) override {}
-  void closeConnection(ConnectionId id) override { closed.push_back(id); }
-  ConnectionTraffic takeConnectionTraffic(ConnectionId) override { return {}; }
-  std::unique_ptr<RelayHandle> detach(AllocationId) override { return nullptr; }
-  void attach(AllocationId, std::unique_ptr<RelayHandle>) override {}
-  std::vector<ConnectionId> closed;
-};
-
 FiveTuple clientTuple(uint16_t port) {
   return {TransportProtocol::kTcp, TransportAddress{ip("192.0.2.1"), port}, addr("10.0.0.1:3478")};
 }
@@ -216,7 +201,7 @@ TEST(PeerConnectionsTest, FindsTheHolderAndForgetsWithIt) {
 
 TEST(PeerConnectionsTest, ExpiresOnlyOverdueBindsAndClosesTheirSockets) {
   PeerConnections connections(0);
-  FakeRelays relays;
+  ::kturn::testing::FakeRelays relays;
   AllocationTable allocations;
   Allocation& a = allocations.create(clientTuple(1000));
   const MonoTime t0{std::chrono::seconds(100)};
@@ -234,7 +219,7 @@ TEST(PeerConnectionsTest, ExpiresOnlyOverdueBindsAndClosesTheirSockets) {
   for (const PeerConnection& c : {overdue, pending, bound}) connections.add(a, c);
 
   EXPECT_EQ(connections.expire(a, t0, relays), 1u);
-  EXPECT_EQ(relays.closed, std::vector<ConnectionId>{overdue.id});
+  EXPECT_EQ(relays.closed_connections, std::vector<ConnectionId>{overdue.id});
   EXPECT_EQ(connections.find(overdue.id, allocations).allocation, nullptr);
   EXPECT_EQ(a.connections.size(), 2u);
 
@@ -276,15 +261,14 @@ class RequestAuthTest : public ::testing::Test {
 
   // An Allocate with USERNAME, REALM, `nonce` and a MESSAGE-INTEGRITY keyed with `password`.
   std::vector<uint8_t> request(const std::string& password, const std::string& nonce) {
-    uint8_t buf[512];
-    stun::MessageBuilder b(buf, stun::Method::kAllocate, stun::MessageClass::kRequest,
-                           stun::TransactionId{1, 2, 3});
-    b.addString(stun::attr::kUsername, "user1")
-        .addString(stun::attr::kRealm, "kturn.test")
-        .addString(stun::attr::kNonce, nonce)
-        .addMessageIntegrity(stun::longTermKey("user1", "kturn.test", password).span());
-    auto out = *b.finish();
-    return {out.begin(), out.end()};
+    const auto key = stun::longTermKey("user1", "kturn.test", password);
+    return *::kturn::testing::buildRequest(
+        {.method = stun::Method::kAllocate,
+         .transaction_id = {1, 2, 3},
+         .credentials =
+             ::kturn::testing::LongTermCredentials{
+                 .username = "user1", .realm = "kturn.test", .nonce = nonce, .key = key.span()},
+         .fingerprint = false});
   }
 
   RequestAuth::Decision check(const std::vector<uint8_t>& bytes) {

@@ -1,6 +1,7 @@
 // Third-party authorization (RFC 7635): the ACCESS-TOKEN codec (src/turn/access_token.h) and
 // the core authenticating with it. Tokens are built here with encodeAccessToken, the
 // authorization server's side; coturn's client does the same in interop_uclient_oauth.
+#include "support/turn_request.h"
 #include "turn/access_token.h"
 #include "turn_test_support.h"
 
@@ -68,18 +69,19 @@ class OAuthTest : public TurnTest {
   // token's mac-key, and the token (if any) in ACCESS-TOKEN.
   std::optional<Reply> send(stun::Method method, const Fill& fill, std::string_view kid,
                             const std::vector<uint8_t>& token, const AccessToken& session) {
-    uint8_t buf[1500];
     stun::TransactionId txid{};
     txid[0] = static_cast<uint8_t>(++counter_);
-    stun::MessageBuilder b(buf, method, stun::MessageClass::kRequest, txid);
-    if (fill) fill(b);
-    if (!token.empty()) b.add(stun::attr::kAccessToken, token);
-    b.addString(stun::attr::kUsername, kid)
-        .addString(stun::attr::kRealm, realm_)
-        .addString(stun::attr::kNonce, nonce_)
-        .addMessageIntegrity({session.mac_key.data(), session.mac_key_size});
-    auto out = *b.finish();
-    return fromClient({out.begin(), out.end()});
+    const auto attributes = [&](stun::MessageBuilder& b) {
+      if (fill) fill(b);
+      if (!token.empty()) b.add(stun::attr::kAccessToken, token);
+    };
+    ::kturn::testing::TurnRequest request{
+        .method = method, .transaction_id = txid, .fill = attributes, .fingerprint = false};
+    request.credentials = {.username = kid,
+                           .realm = realm_,
+                           .nonce = nonce_,
+                           .key = {session.mac_key.data(), session.mac_key_size}};
+    return fromClient(*::kturn::testing::buildRequest(request));
   }
   Reply challenge() {
     auto reply = fromClient(buildRequest(stun::Method::kAllocate, allocateFill({}), false));

@@ -1,11 +1,10 @@
-// Test support for the sans-I/O TURN core: a fake relay allocator, a simulated clock and a
-// minimal long-term-credential client that builds requests and reads responses.
+// Test support for the sans-I/O TURN core: the fake relay allocator (tests/support/), a
+// simulated clock and a minimal long-term-credential client that builds requests and reads
+// responses.
 #pragma once
 
 #include <gtest/gtest.h>
 
-#include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,107 +13,13 @@
 #include "stun/integrity.h"
 #include "stun/message.h"
 #include "stun/message_builder.h"
+#include "support/fake_relays.h"
+#include "support/turn_request.h"
 #include "turn/server.h"
 
 namespace kturn::turn::testing {
 
-// Hands out 10.1.0.1:<49152+n> (IPv4 only, like a listener without IPv6; with `ipv6`, also
-// fd00::1:<49152+n>), remembers what it was asked and what was closed.
-class FakeRelays : public RelayAllocator {
- public:
-  Result<RelayGrant> open(const RelayRequest& request) override {
-    requests.push_back(request);
-    if (exhausted) return makeError(Error::Code::kExhausted, "no ports");
-    if (request.family != AddressFamily::kIPv4 && !ipv6) {
-      return makeError(Error::Code::kUnsupported, "IPv4 only");
-    }
-    if (request.reservation_token && *request.reservation_token != 0xABCD) {
-      return makeError(Error::Code::kNotFound, "unknown token");
-    }
-    RelayGrant grant;
-    grant.relayed = next(request.family);
-    if (request.reserve_next) grant.reservation_token = 0xABCD;
-    if (request.additional_ipv6) {
-      if (!ipv6) {
-        grant.additional_error = Error::Code::kUnsupported;
-      } else if (ipv6_exhausted) {
-        grant.additional_error = Error::Code::kExhausted;
-      } else {
-        grant.additional = next(AddressFamily::kIPv6);
-      }
-    }
-    open_relays[request.allocation.index] = grant.relayed;
-    return grant;
-  }
-  void close(AllocationId id) override {
-    closed.push_back(id);
-    open_relays.erase(id.index);
-  }
-  void closeFamily(AllocationId id, AddressFamily family) override {
-    closed_families.push_back({id, family});
-  }
-  // RFC 8016: the relay travels with its address; `moves` records (from, to).
-  struct Handle : RelayHandle {
-    AllocationId from;
-    TransportAddress relayed;
-  };
-  std::unique_ptr<RelayHandle> detach(AllocationId id) override {
-    const auto it = open_relays.find(id.index);
-    if (it == open_relays.end()) return nullptr;
-    auto handle = std::make_unique<Handle>();
-    handle->from = id;
-    handle->relayed = it->second;
-    open_relays.erase(it);
-    return handle;
-  }
-  void attach(AllocationId id, std::unique_ptr<RelayHandle> relay) override {
-    auto* handle = dynamic_cast<Handle*>(relay.get());
-    if (handle == nullptr) return;
-    open_relays[id.index] = handle->relayed;
-    moves.push_back({handle->from, id});
-  }
-  std::vector<std::pair<AllocationId, AllocationId>> moves;
-  bool connectPeer(AllocationId allocation, ConnectionId id,
-                   const TransportAddress& peer) override {
-    if (refuse_connect) return false;
-    connecting.push_back({allocation, id, peer});
-    return true;
-  }
-  void bindConnection(ConnectionId id, const FiveTuple& data) override {
-    bound.push_back({id, data});
-  }
-  void closeConnection(ConnectionId id) override { closed_connections.push_back(id); }
-  ConnectionTraffic takeConnectionTraffic(ConnectionId id) override {
-    return std::exchange(traffic[id], {});
-  }
-
-  struct Connecting {
-    AllocationId allocation;
-    ConnectionId id;
-    TransportAddress peer;
-  };
-
-  bool exhausted = false;
-  bool refuse_connect = false;  // connectPeer() fails at once
-  std::vector<Connecting> connecting;
-  std::vector<std::pair<ConnectionId, FiveTuple>> bound;
-  std::vector<ConnectionId> closed_connections;
-  std::map<ConnectionId, ConnectionTraffic> traffic;  // what "the links" relayed, not yet taken
-  bool ipv6 = false;
-  bool ipv6_exhausted = false;
-  uint16_t next_port = 49152;
-  std::vector<RelayRequest> requests;
-  std::vector<AllocationId> closed;
-  std::vector<std::pair<AllocationId, AddressFamily>> closed_families;
-  std::map<uint32_t, TransportAddress> open_relays;
-
- private:
-  TransportAddress next(AddressFamily family) {
-    const IpAddress ip =
-        family == AddressFamily::kIPv4 ? IpAddress::v4(0x0A010001) : *IpAddress::parse("fd00::1");
-    return TransportAddress{ip, next_port++};
-  }
-};
+using ::kturn::testing::FakeRelays;
 
 // A response or indication the server produced, parsed.
 struct Reply {
@@ -186,30 +91,26 @@ class TurnTest : public ::testing::Test {
     server_->onTick(now_);
   }
 
-  using Fill = std::function<void(stun::MessageBuilder&)>;
+  using Fill = ::kturn::testing::Fill;
 
   // Builds a request; `auth` adds USERNAME/REALM/NONCE/MESSAGE-INTEGRITY with the current
   // credentials and nonce. A new transaction ID unless `txid` is given.
   std::vector<uint8_t> buildRequest(stun::Method method, const Fill& fill, bool auth = true,
                                     stun::MessageClass cls = stun::MessageClass::kRequest,
                                     std::optional<stun::TransactionId> reuse = std::nullopt) {
-    uint8_t buf[1500];
     stun::TransactionId txid{};
     txid[0] = static_cast<uint8_t>(++txid_counter_);
     txid[1] = static_cast<uint8_t>(txid_counter_ >> 8);
     if (reuse) txid = *reuse;
     last_txid_ = txid;
-    stun::MessageBuilder b(buf, method, cls, txid);
-    if (fill) fill(b);
+    const auto key = stun::longTermKey(username_, realm_, password_);
+    ::kturn::testing::TurnRequest request{
+        .method = method, .cls = cls, .transaction_id = txid, .fill = fill};
     if (auth) {
-      b.addString(stun::attr::kUsername, username_)
-          .addString(stun::attr::kRealm, realm_)
-          .addString(stun::attr::kNonce, nonce_)
-          .addMessageIntegrity(stun::longTermKey(username_, realm_, password_).span());
+      request.credentials = {
+          .username = username_, .realm = realm_, .nonce = nonce_, .key = key.span()};
     }
-    b.addFingerprint();
-    auto out = *b.finish();
-    return {out.begin(), out.end()};
+    return *::kturn::testing::buildRequest(request);
   }
 
   // Feeds bytes from the client and returns what was sent back to it (at most one reply).

@@ -189,7 +189,8 @@ class Worker : public turn::MobilityRouter {
   void onPeerDatagram(turn::AllocationId allocation, size_t i, const turn::Now& t);
   // RFC 6062: a peer connecting to a TCP relay.
   void onRelayAcceptable(turn::AllocationId allocation, int fd);
-  // The worker whose core owns the CONNECTION-ID of a ConnectionBind request, else nullopt.
+  // Hand-overs between workers (worker_handover.cc): onDetached, adopt, requestMove, moveOut,
+  // moveIn. The worker whose core owns the CONNECTION-ID of a ConnectionBind request, else nullopt.
   static std::optional<size_t> connectionBindOwner(std::span<const uint8_t> frame);
   // A data connection left stream listener `id` after requestDetach(): joined to its peer
   // connection, or handed to the worker that owns it.

@@ -30,7 +30,7 @@ struct LongTermCredentials {
   // stun::longTermKey(username, realm, password[, algorithm]); RFC 7635: the token's mac-key.
   std::span<const uint8_t> key;
   // Set: a PASSWORD-ALGORITHM attribute after NONCE naming it (§14.11, no parameters).
-  std::optional<stun::PasswordAlgorithm> password_algorithm;
+  std::optional<stun::PasswordAlgorithm> password_algorithm{};
   bool sha256_integrity = false;  // MESSAGE-INTEGRITY-SHA256 (§14.6) instead of -INTEGRITY
 };
 
@@ -38,9 +38,9 @@ struct TurnRequest {
   stun::Method method = stun::Method::kBinding;
   stun::MessageClass cls = stun::MessageClass::kRequest;
   stun::TransactionId transaction_id{};
-  Fill fill;
+  Fill fill{};
   // USERNAME, REALM, NONCE[, PASSWORD-ALGORITHM], then MESSAGE-INTEGRITY(-SHA256).
-  std::optional<LongTermCredentials> credentials;
+  std::optional<LongTermCredentials> credentials{};
   bool fingerprint = true;
 };
 

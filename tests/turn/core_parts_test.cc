@@ -168,6 +168,13 @@ TEST(BandwidthCapsTest, AStreamReadsTheLeastOfBothCapsAndSpendsIt) {
 
 // --- PeerConnections ------------------------------------------------------------------------
 
+PeerConnection connectionTo(ConnectionId id, const char* peer) {
+  PeerConnection c;
+  c.id = id;
+  c.peer = addr(peer);
+  return c;
+}
+
 FiveTuple clientTuple(uint16_t port) {
   return {TransportProtocol::kTcp, TransportAddress{ip("192.0.2.1"), port}, addr("10.0.0.1:3478")};
 }
@@ -179,7 +186,7 @@ TEST(PeerConnectionsTest, IdsCarryTheWorkerAndAreNeverZeroOrReused) {
   const ConnectionId first = connections.nextId();
   EXPECT_EQ(first >> 24, 5u);
   EXPECT_NE(first & 0xFFFFFF, 0u);
-  connections.add(a, PeerConnection{.id = first, .peer = addr("10.4.0.9:80")});
+  connections.add(a, connectionTo(first, "10.4.0.9:80"));
   EXPECT_NE(connections.nextId(), first);
 }
 
@@ -188,7 +195,7 @@ TEST(PeerConnectionsTest, FindsTheHolderAndForgetsWithIt) {
   AllocationTable allocations;
   Allocation& a = allocations.create(clientTuple(1000));
   const ConnectionId id = connections.nextId();
-  connections.add(a, PeerConnection{.id = id, .peer = addr("10.4.0.9:80")});
+  connections.add(a, connectionTo(id, "10.4.0.9:80"));
   PeerConnections::Held held = connections.find(id, allocations);
   EXPECT_EQ(held.allocation, &a);
   ASSERT_NE(held.connection, nullptr);
@@ -205,7 +212,7 @@ TEST(PeerConnectionsTest, ExpiresOnlyOverdueBindsAndClosesTheirSockets) {
   AllocationTable allocations;
   Allocation& a = allocations.create(clientTuple(1000));
   const MonoTime t0{std::chrono::seconds(100)};
-  PeerConnection overdue{.id = connections.nextId(), .peer = addr("10.4.0.9:80")};
+  PeerConnection overdue = connectionTo(connections.nextId(), "10.4.0.9:80");
   overdue.state = PeerConnection::State::kPendingBind;
   overdue.deadline = t0;
   PeerConnection pending = overdue;

@@ -14,20 +14,25 @@ namespace {
 
 constexpr turn::ListenerId kListener = 3;
 
+// The value of the sample of `family` with exactly `labels`, if it exists.
+std::optional<double> sampleWith(const std::vector<admin::MetricFamily>& families,
+                                 std::string_view family, const admin::Labels& labels) {
+  for (const admin::MetricFamily& f : families) {
+    if (f.name != family) continue;
+    for (const admin::Sample& s : f.samples) {
+      if (s.labels == labels) return s.value;
+    }
+  }
+  return std::nullopt;
+}
+
 // The value of `family`{listener=`listener`, `label`=`value`}, if that sample exists.
 std::optional<double> sample(const std::vector<admin::MetricFamily>& families,
                              std::string_view family, std::string_view value,
                              std::string_view label = "reason", std::string_view listener = "udp") {
-  for (const admin::MetricFamily& f : families) {
-    if (f.name != family) continue;
-    for (const admin::Sample& s : f.samples) {
-      if (s.labels == admin::Labels{{"listener", std::string(listener)},
-                                    {std::string(label), std::string(value)}}) {
-        return s.value;
-      }
-    }
-  }
-  return std::nullopt;
+  return sampleWith(
+      families, family,
+      {{"listener", std::string(listener)}, {std::string(label), std::string(value)}});
 }
 
 TEST(MetricsTest, LimitRefusalsAreExportedByReason) {
@@ -135,13 +140,7 @@ TEST(MetricsTest, UdpSocketCountsAreExported) {
   snapshot.turn = std::make_shared<const turn::ServerConfig>();
   const auto families = buildMetrics(stats, snapshot);
   const auto value = [&](std::string_view family, std::string_view label, std::string_view v) {
-    for (const admin::MetricFamily& f : families) {
-      if (f.name != family) continue;
-      for (const admin::Sample& s : f.samples) {
-        if (s.labels == admin::Labels{{std::string(label), std::string(v)}}) return s.value;
-      }
-    }
-    return -1.0;
+    return sampleWith(families, family, {{std::string(label), std::string(v)}});
   };
   EXPECT_EQ(value("kturn_udp_datagrams_total", "outcome", "received"), 1);
   EXPECT_EQ(value("kturn_udp_datagrams_total", "outcome", "truncated"), 2);

@@ -10,15 +10,21 @@ deps:
 	@bash scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DKTURN_BUILD_TESTS=ON -DKTURN_BUILD_BENCH=ON $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Starts kturnd on the embedded default config: TURN-UDP on 127.0.0.1:3478, ephemeral auth with a
 # generated secret, loopback peers allowed. Prints an ICE server entry with a valid credential.
-# Builds kturnd and what it links only; `make build` and `make test` build the rest.
-run: configure
+# Installs only what building kturnd needs (`install-deps.sh --build`: no test, browser, container
+# or plotting packages) and builds kturnd and what it links only; `make test` installs and builds
+# the rest. If another process holds 127.0.0.1:3478, kturnd says which and exits.
+run:
+	@bash scripts/install-deps.sh --build
+	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	  -DKTURN_BUILD_TESTS=OFF -DKTURN_BUILD_BENCH=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target kturnd
 	$(BUILD_DIR)/kturnd
 

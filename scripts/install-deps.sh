@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Installs every Debian package kturn needs to build, test and run its interop peers.
+# Installs the Debian packages kturn needs, and nothing else on the machine changes.
+#
+#   install-deps.sh --build   what building kturnd (and kturn-operator, kturn-auth, kturnctl) needs:
+#                             `make run`, and the images' build stage (deploy/docker/)
+#   install-deps.sh           that, and what the test suite, its interop peers, the benchmarks
+#                             and the end-to-end node need: `make test`
+#
 # Idempotent: packages already present are skipped, so a second run costs one dpkg query.
 set -euo pipefail
 
-packages=(
+build_packages=(
   # toolchain
-  build-essential cmake ninja-build pkg-config clang lld clang-format
+  build-essential cmake ninja-build pkg-config
   # libraries (DESIGN.md §5)
   libssl-dev libboost1.81-dev libboost-system1.81-dev nlohmann-json3-dev libyaml-cpp-dev
   libspdlog-dev libfmt-dev libcli11-dev zlib1g-dev
-  # the eBPF fast path: libbpf, and bpftool for its skeleton (clang, above, compiles the program)
-  libbpf-dev bpftool
+  # the eBPF fast path: clang compiles the program, libbpf loads it, bpftool makes its skeleton
+  clang libbpf-dev bpftool
+)
+
+test_packages=(
+  # `make format`
+  clang-format
   # tests and benchmarks
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   # udp-forwarder --io-uring (bench/): the kernel-limit reference on io_uring
@@ -33,6 +44,12 @@ packages=(
   containerd runc containernetworking-plugins iptables conntrack buildah skopeo debootstrap
 )
 
+case "${1:-}" in
+  --build) packages=("${build_packages[@]}") ;;
+  "") packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: $0 [--build]" >&2; exit 2 ;;
+esac
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -48,9 +65,10 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# The coturn package enables a system turnserver on :3478; kturn's tests and `make run` need
-# that port, and the tests start their own turnserver by hand when they want one.
-if command -v systemctl >/dev/null 2>&1; then
+# Installing coturn on a machine that runs systemd also enables and starts its system
+# turnserver on :3478, which `make run` wants. Only the service this run just installed is
+# stopped: a coturn the user installed and runs is theirs, and the tests start their own
+# turnservers on ports of their own.
+if [[ " ${missing[*]} " == *" coturn "* ]] && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable --now coturn >/dev/null 2>&1 || true
 fi
-pkill -x turnserver 2>/dev/null || true

@@ -8,7 +8,7 @@
 ARG BUILD_IMAGE=debian:12
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 
-# Build stage: Debian 12 with the packages of scripts/install-deps.sh that building needs (no
+# Build stage: Debian 12 with the packages of `scripts/install-deps.sh --build` (no
 # test, benchmark or interop packages), then the three binaries. It is the same in the three
 # Dockerfiles up to the last RUN, so a builder with a layer cache (buildah --layers, BuildKit)
 # compiles once for all three images: the binaries share most of their libraries, and one

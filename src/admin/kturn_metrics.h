@@ -18,6 +18,8 @@ inline constexpr std::string_view kLabelReason = "reason";
 inline constexpr std::string_view kLabelMethod = "method";
 inline constexpr std::string_view kLabelEvent = "event";
 inline constexpr std::string_view kLabelOutcome = "outcome";
+inline constexpr std::string_view kLabelKind = "kind";  // "listener" | "cluster"
+inline constexpr std::string_view kLabelName = "name";  // as the config names it
 
 inline constexpr std::array<std::string_view, 1> kListener{kLabelListener};
 inline constexpr std::array<std::string_view, 2> kListenerDirection{kLabelListener,
@@ -29,6 +31,7 @@ inline constexpr std::array<std::string_view, 1> kMethod{kLabelMethod};
 inline constexpr std::array<std::string_view, 2> kListenerEvent{kLabelListener, kLabelEvent};
 inline constexpr std::array<std::string_view, 1> kOutcome{kLabelOutcome};
 inline constexpr std::array<std::string_view, 2> kListenerOutcome{kLabelListener, kLabelOutcome};
+inline constexpr std::array<std::string_view, 2> kKindName{kLabelKind, kLabelName};
 
 // reason values of kAllocationsRejectedTotal: the TURN error each one answers with.
 namespace reject_reason {
@@ -153,6 +156,16 @@ inline constexpr MetricSpec kDataplaneInfo{
         "kturn.io/region), to join other series by region",
     .type = MetricType::kGauge,
     .label_names = kRegion,
+};
+
+inline constexpr MetricSpec kConfigFaults{
+    .name = "kturn_config_faults",
+    .help =
+        "1 for each listener or cluster of the last config that does not run as it says (it "
+        "failed to load or to bind: left out, or kept at its running version; /status says which "
+        "and why)",
+    .type = MetricType::kGauge,
+    .label_names = kKindName,
 };
 
 inline constexpr MetricSpec kSourcesBlockedTotal{
@@ -366,7 +379,7 @@ inline constexpr MetricSpec kRequestDurationSeconds{
 inline constexpr std::array<double, 11> kRequestDurationBuckets{
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
 
-inline constexpr std::array<const MetricSpec*, 25> kAllSeries{
+inline constexpr std::array<const MetricSpec*, 26> kAllSeries{
     &kAllocationsCreatedTotal,
     &kAllocationsExpiredTotal,
     &kAllocationsEndedTotal,
@@ -376,6 +389,7 @@ inline constexpr std::array<const MetricSpec*, 25> kAllSeries{
     &kSourcesBlockedTotal,
     &kMobilityTotal,
     &kDataplaneInfo,
+    &kConfigFaults,
     &kCapacityOver,
     &kCapacityHeadroom,
     &kRelayedBytesTotal,

@@ -324,9 +324,30 @@ Result<void> validateNamed(std::vector<T>& items, std::string_view list, std::st
   return {};
 }
 
-}  // namespace
+// validateNamed(), but an element that fails, or repeats a name, is taken out and reported in
+// `faults` instead of failing the whole list.
+template <class T, class Check>
+void isolateNamed(std::vector<T>& items, std::string_view list, std::string_view noun, Check check,
+                  std::vector<ConfigFault>& faults) {
+  std::set<std::string> seen;
+  std::vector<T> kept;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string path = at(list, i);
+    Result<void> checked = check(items[i], path);
+    if (checked && !seen.insert(items[i].name).second) {
+      checked = invalid(path + ".name",
+                        "duplicate " + std::string(noun) + " name " + quoteText(items[i].name));
+    }
+    if (!checked) {
+      faults.push_back({std::string(noun), items[i].name, checked.error().message});
+      continue;
+    }
+    kept.push_back(std::move(items[i]));
+  }
+  items = std::move(kept);
+}
 
-Result<void> validate(StunnerConfig& config) {
+Result<void> validateGlobal(StunnerConfig& config) {
   // v1alpha1 carries v1's fields; its auth type names are aliases validateAuth() normalizes.
   if (config.version == kLegacyApiVersion) config.version = std::string(kApiVersion);
   if (config.version != kApiVersion) {
@@ -334,7 +355,21 @@ Result<void> validate(StunnerConfig& config) {
                                   quoteText(kApiVersion) + ")");
   }
   if (auto r = validateAdmin(config.admin); !r) return r;
-  if (auto r = validateAuth(config.auth); !r) return r;
+  return validateAuth(config.auth);
+}
+
+}  // namespace
+
+Result<std::vector<ConfigFault>> validateIsolating(StunnerConfig& config) {
+  if (auto r = validateGlobal(config); !r) return r.error();
+  std::vector<ConfigFault> faults;
+  isolateNamed(config.listeners, "listeners", "listener", validateListener, faults);
+  isolateNamed(config.clusters, "clusters", "cluster", validateCluster, faults);
+  return faults;
+}
+
+Result<void> validate(StunnerConfig& config) {
+  if (auto r = validateGlobal(config); !r) return r;
   if (auto r = validateNamed(config.listeners, "listeners", "listener", validateListener); !r) {
     return r;
   }

@@ -25,6 +25,19 @@ namespace kturn::config {
 // danglingRoutes() to warn about them.
 Result<void> validate(StunnerConfig& config);
 
+// A listener or cluster that validateIsolating() took out of a config, and why.
+struct ConfigFault {
+  std::string kind;   // "listener" or "cluster"
+  std::string name;   // as the config names it ("" when it has no name)
+  std::string error;  // the field and what is wrong with it: listeners[2].cert: not valid base64
+};
+
+// validate(), isolating each listener and cluster: one that fails its own checks, or repeats an
+// earlier one's name, is taken out of `config` and returned; the others stay, checked and
+// normalized. Fails only for what is wrong for the whole config (version, admin, auth), at the
+// first such error. kturnd applies configs this way, so that one bad listener costs only itself.
+Result<std::vector<ConfigFault>> validateIsolating(StunnerConfig& config);
+
 // "listeners[0].routes[1]: no cluster named \"media\"" for every route that names no cluster.
 std::vector<std::string> danglingRoutes(const StunnerConfig& config);
 

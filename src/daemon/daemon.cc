@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 
 #include <future>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include "admin/health_handlers.h"
@@ -18,6 +20,7 @@
 #include "config/serializer.h"
 #include "config/validator.h"
 #include "daemon/metrics.h"
+#include "net/port_probe.h"
 
 namespace kturn::daemon {
 namespace {
@@ -135,6 +138,12 @@ Result<void> Daemon::start() {
     if (auto admin = reconcileAdmin(loaded->config.admin); !admin) return admin;
     if (auto applied = apply(std::move(*loaded)); !applied) return applied;
   }
+  if (!options_.watch && dataplane_->listeners.empty() && !faults_.empty()) {
+    // A config that cannot change again (no -w) and serves nothing: say why and stop.
+    std::string why;
+    for (const Fault& f : faults_) why += (why.empty() ? "" : "; ") + f.fault.error;
+    return makeError(Error::Code::kIo, "no listener could be opened: " + why);
+  }
   if (options_.watch && config::isReloadable(options_.origin)) {
     const std::string path =
         options_.origin.rfind("file://", 0) == 0 ? options_.origin.substr(7) : options_.origin;
@@ -196,6 +205,11 @@ config::LoadedConfig Daemon::loaded() const {
   return loaded_;
 }
 
+std::vector<Daemon::Fault> Daemon::faults() const {
+  std::lock_guard lock(mutex_);
+  return faults_;
+}
+
 Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
   if (admin_started_ && a.healthcheck_endpoint == health_endpoint_ &&
       a.metrics_endpoint == metrics_endpoint_) {
@@ -217,7 +231,9 @@ Result<void> Daemon::reconcileAdmin(const config::Admin& a) {
   auto collect = [this] {
     const worker::WorkerStats stats = collectStats();
     std::lock_guard lock(mutex_);
-    return buildMetrics(stats, *dataplane_, capacity_.report());
+    std::vector<config::ConfigFault> faults;
+    for (const Fault& f : faults_) faults.push_back(f.fault);
+    return buildMetrics(stats, *dataplane_, capacity_.report(), faults);
   };
   // An endpoint that names no host: the admin address (and loopback, below) if one is set.
   const bool pinned = !options_.admin_address.empty();
@@ -346,7 +362,17 @@ nlohmann::json Daemon::statusDocument() {
   }
   doc.allocation_count = static_cast<int64_t>(stats.allocations);
   doc.status = health_.status();
-  return admin::toJson(doc);
+  nlohmann::json out = admin::toJson(doc);
+  // kturn's own: what of the last config does not run as it says, and why.
+  nlohmann::json faults = nlohmann::json::array();
+  for (const Fault& f : faults_) {
+    faults.push_back({{"kind", f.fault.kind},
+                      {"name", f.fault.name},
+                      {"error", f.fault.error},
+                      {"running", f.kept ? "previous" : "none"}});
+  }
+  out["faults"] = std::move(faults);
+  return out;
 }
 
 void Daemon::waitForSignals() {
@@ -444,9 +470,12 @@ void Daemon::reloadAndLog() {
 }
 
 Result<void> Daemon::apply(config::LoadedConfig loaded) {
-  if (auto valid = config::validate(loaded.config); !valid) {
-    return makeError(valid.error().code, loaded.description + ": " + valid.error().message);
+  // What is wrong for the whole config rejects it; a bad listener or cluster costs only itself.
+  auto isolated = config::validateIsolating(loaded.config);
+  if (!isolated) {
+    return makeError(isolated.error().code, loaded.description + ": " + isolated.error().message);
   }
+  std::vector<config::ConfigFault> faults = std::move(*isolated);
   // Resolve STRICT_DNS hosts the resolver thread has not seen yet, so that a new cluster admits
   // its peers at once instead of at the next resolver round.
   DnsCache fresh;
@@ -459,58 +488,127 @@ Result<void> Daemon::apply(config::LoadedConfig loaded) {
   for (auto& [host, addresses] : fresh) addresses = resolve(host);
   std::unique_lock lock(mutex_);
   dns_.merge(fresh);
-  auto built = builder_.build(loaded.config, dns_);
-  if (!built)
-    return makeError(built.error().code, loaded.description + ": " + built.error().message);
-  const worker::ConfigSnapshotPtr next = *built;
 
-  // The listener diff, by id (stable per name): a listener whose address changed is closed and
-  // opened again; one whose address stayed keeps its sockets and its allocations.
-  std::vector<turn::ListenerId> removed;
-  std::vector<const worker::ListenerSpec*> added;
-  auto find = [](const worker::ConfigSnapshot& d,
-                 turn::ListenerId id) -> const worker::ListenerSpec* {
-    for (const worker::ListenerSpec& l : d.listeners) {
-      if (l.id == id) return &l;
+  // A listener or cluster of the new config that failed and has a running version keeps that
+  // version: its clients and allocations stay, as when a whole config was rejected. One that has
+  // none is left out.
+  std::set<std::string> restored;
+  auto restore = [](auto& items, const auto& running, const std::string& name) {
+    std::erase_if(items, [&](const auto& item) { return item.name == name; });
+    for (const auto& item : running) {
+      if (item.name != name) continue;
+      items.push_back(item);
+      return true;
     }
-    return nullptr;
+    return false;
   };
-  for (const worker::ListenerSpec& old : dataplane_->listeners) {
-    const worker::ListenerSpec* now = find(*next, old.id);
-    if (now == nullptr || movedOrChanged(old, *now)) {
-      removed.push_back(old.id);
-    }
+  auto named = [](const auto& items, const std::string& name) {
+    return std::any_of(items.begin(), items.end(), [&](const auto& i) { return i.name == name; });
+  };
+  for (config::ConfigFault& f : faults) {
+    // (A repeated name is served by its first, valid, holder.)
+    const bool kept =
+        f.kind == "listener"
+            ? !named(loaded.config.listeners, f.name) &&
+                  restore(loaded.config.listeners, loaded_.config.listeners, f.name)
+            : !named(loaded.config.clusters, f.name) &&
+                  restore(loaded.config.clusters, loaded_.config.clusters, f.name);
+    if (kept) restored.insert(f.kind + "/" + f.name);
   }
-  for (const worker::ListenerSpec& l : next->listeners) {
-    const worker::ListenerSpec* before = find(*dataplane_, l.id);
-    if (before == nullptr || movedOrChanged(*before, l)) {
-      added.push_back(&l);
-    }
-  }
-  // Bind every new socket before touching anything: a taken port rejects the whole config.
-  // The sockets of a moved listener's old address are still open here, so moving a listener
-  // to a port it shares with another (SO_REUSEPORT) works, and moving onto a port some other
-  // process holds fails cleanly.
-  std::vector<std::vector<worker::Worker::BoundListener>> bound(workers_.size());
-  for (size_t w = 0; w < workers_.size(); ++w) {
-    for (const worker::ListenerSpec* spec : added) {
-      auto socket = worker::Worker::bindListener(*spec, worker::Worker::Options{}.socket_buffer,
-                                                 options_.udp_segmentation);
-      if (!socket) {
-        return makeError(socket.error().code, loaded.description + ": " + socket.error().message);
+
+  // Build, then bind what is new. A listener that cannot be built or bound is taken out (or
+  // back to its running version) and the rest built again: at most once per listener, as a
+  // restored listener is one that built and bound before.
+  using PerWorker = std::vector<worker::Worker::BoundListener>;
+  std::map<turn::ListenerId, PerWorker> bound;
+  worker::ConfigSnapshotPtr next;
+  std::vector<turn::ListenerId> removed;
+  const size_t rounds = loaded.config.listeners.size() + 1;
+  for (size_t round = 0; round < rounds; ++round) {
+    std::vector<config::ConfigFault> failed;
+    auto built = builder_.build(loaded.config, dns_, &failed);
+    if (!built)
+      return makeError(built.error().code, loaded.description + ": " + built.error().message);
+    next = *built;
+
+    // The listener diff, by id (stable per name): a listener whose address changed is closed
+    // and opened again; one whose address stayed keeps its sockets and its allocations.
+    removed.clear();
+    std::vector<const worker::ListenerSpec*> added;
+    auto find = [](const worker::ConfigSnapshot& d,
+                   turn::ListenerId id) -> const worker::ListenerSpec* {
+      for (const worker::ListenerSpec& l : d.listeners) {
+        if (l.id == id) return &l;
       }
-      bound[w].push_back(std::move(*socket));
+      return nullptr;
+    };
+    for (const worker::ListenerSpec& old : dataplane_->listeners) {
+      const worker::ListenerSpec* now = find(*next, old.id);
+      if (now == nullptr || movedOrChanged(old, *now)) removed.push_back(old.id);
+    }
+    for (const worker::ListenerSpec& l : next->listeners) {
+      const worker::ListenerSpec* before = find(*dataplane_, l.id);
+      if (before == nullptr || movedOrChanged(*before, l)) added.push_back(&l);
+    }
+    // Sockets bound in an earlier round for the same address stay; others close.
+    std::erase_if(bound, [&](const auto& entry) {
+      return std::none_of(added.begin(), added.end(), [&](const worker::ListenerSpec* l) {
+        return l->id == entry.first && !movedOrChanged(entry.second.front().spec, *l);
+      });
+    });
+    for (const worker::ListenerSpec* spec : added) {
+      if (bound.contains(spec->id)) {
+        for (auto& b : bound[spec->id]) b.spec = *spec;
+        continue;
+      }
+      auto sockets = bindEveryWorker(*spec);
+      if (!sockets) {
+        failed.push_back({"listener", spec->name, sockets.error().message});
+        continue;
+      }
+      bound[spec->id] = std::move(*sockets);
+    }
+    if (failed.empty()) break;
+    for (config::ConfigFault& f : failed) {
+      const std::string key = f.kind + "/" + f.name;
+      const bool kept = !restored.contains(key) &&
+                        restore(loaded.config.listeners, loaded_.config.listeners, f.name);
+      if (kept) {
+        restored.insert(key);
+      } else {
+        restored.erase(key);
+        std::erase_if(loaded.config.listeners, [&](const config::Listener& l) {
+          return l.name == f.name;
+        });
+      }
+      faults.push_back(std::move(f));
+    }
+  }
+  faults_.clear();
+  for (config::ConfigFault& f : faults) {
+    const bool kept = restored.contains(f.kind + "/" + f.name);
+    spdlog::error("{} {}: {}; {}", f.kind, f.name.empty() ? "(no name)" : f.name, f.error,
+                  kept ? "its running version is kept" : "left out");
+    faults_.push_back({std::move(f), kept});
+  }
+
+  std::vector<std::vector<worker::Worker::BoundListener>> per_worker(workers_.size());
+  std::vector<const worker::ListenerSpec*> opened;
+  for (auto& [id, sockets] : bound) {
+    for (size_t w = 0; w < workers_.size(); ++w) per_worker[w].push_back(std::move(sockets[w]));
+    for (const worker::ListenerSpec& l : next->listeners) {
+      if (l.id == id) opened.push_back(&l);
     }
   }
   for (size_t w = 0; w < workers_.size(); ++w) {
-    workers_[w]->reconfigure(next, std::move(bound[w]), removed);
+    workers_[w]->reconfigure(next, std::move(per_worker[w]), removed);
   }
   for (turn::ListenerId id : removed) {
     for (const worker::ListenerSpec& old : dataplane_->listeners) {
       if (old.id == id) spdlog::info("listener {} on {} closed", old.name, old.bind.toString());
     }
   }
-  for (const worker::ListenerSpec* l : added) {
+  for (const worker::ListenerSpec* l : opened) {
     const bool tcp = l->protocol == TransportProtocol::kTcp;
     const std::string relay =
         l->relay_ip.isUnspecified() || l->relay_ip == l->bind.ip
@@ -548,8 +646,38 @@ Result<void> Daemon::apply(config::LoadedConfig loaded) {
     spdlog::error("admin endpoints: {}; the rest of the config is applied",
                   started.error().message);
   }
-  health_.setReady();
+  // Ready while some listener serves, or when the config asks for none (a Gateway without
+  // listeners yet): a pod whose every listener failed takes no clients (docs/metrics.md).
+  const bool serving = !dataplane_->listeners.empty() ||
+                       std::none_of(faults_.begin(), faults_.end(),
+                                    [](const Fault& f) { return f.fault.kind == "listener"; });
+  if (serving) {
+    health_.setReady();
+  } else {
+    health_.setNotReady();
+  }
   return {};
+}
+
+Result<std::vector<worker::Worker::BoundListener>> Daemon::bindEveryWorker(
+    const worker::ListenerSpec& spec) {
+  // A port one of the running listeners holds is shared on purpose (a listener moving onto
+  // another's port, their SO_REUSEPORT group); any other holder is a process that is not us.
+  const bool ours = std::any_of(
+      dataplane_->listeners.begin(), dataplane_->listeners.end(), [&](const auto& running) {
+        return running.protocol == spec.protocol && running.bind.port == spec.bind.port;
+      });
+  if (!ours) {
+    if (auto free = net::probePort(spec.protocol, spec.bind); !free) return free.error();
+  }
+  std::vector<worker::Worker::BoundListener> sockets;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    auto socket = worker::Worker::bindListener(spec, worker::Worker::Options{}.socket_buffer,
+                                               options_.udp_segmentation);
+    if (!socket) return socket.error();
+    sockets.push_back(std::move(*socket));
+  }
+  return sockets;
 }
 
 void Daemon::applyOffload(const config::Admin& admin) {

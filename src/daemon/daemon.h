@@ -78,6 +78,13 @@ class Daemon {
     std::chrono::milliseconds capacity_interval{1000};
   };
 
+  // A listener or cluster of the last config that is not running as that config says: left out,
+  // or at its previous version (`kept`). /status lists them under "faults".
+  struct Fault {
+    config::ConfigFault fault;
+    bool kept = false;
+  };
+
   explicit Daemon(Options options);
   ~Daemon();
   Daemon(const Daemon&) = delete;
@@ -100,6 +107,8 @@ class Daemon {
   // The running config (a copy: a CDS push may replace it at any time).
   config::LoadedConfig loaded() const;
   admin::HealthStatus health() const { return health_.status(); }
+  // What of the last config applied does not run as it says.
+  std::vector<Fault> faults() const;
   // The health server's bound port (0 when off), for tests that ask for an ephemeral one.
   uint16_t healthPort() const { return health_server_ ? health_server_->port() : 0; }
 
@@ -107,6 +116,10 @@ class Daemon {
   // Validates `loaded` against what is running and applies it: listeners added or removed
   // (only those), everything else swapped in place. On error nothing changes.
   Result<void> apply(config::LoadedConfig loaded);
+  // The sockets of a new listener for each worker, after checking that no other process holds
+  // its port (net::probePort); with mutex_ held.
+  Result<std::vector<worker::Worker::BoundListener>> bindEveryWorker(
+      const worker::ListenerSpec& spec);
   Result<void> startCds();
   void reloadAndLog();  // SIGHUP and the file watcher
   // (Re)starts the admin servers if `admin`'s endpoints differ from the running ones.
@@ -123,7 +136,9 @@ class Daemon {
   void sampleCapacity();
 
   Options options_;
+  // The config as applied: the listeners and clusters that run, each at the version that runs.
   config::LoadedConfig loaded_;
+  std::vector<Fault> faults_;  // guarded by mutex_
   DataplaneBuilder builder_;
   DnsCache dns_;  // guarded by mutex_
   worker::ConfigSnapshotPtr dataplane_;

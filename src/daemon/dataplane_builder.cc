@@ -258,7 +258,8 @@ std::vector<TransportAddress> DataplaneBuilder::ownAddresses(
 }
 
 Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(const config::StunnerConfig& config,
-                                                          const DnsCache& dns) {
+                                                          const DnsCache& dns,
+                                                          std::vector<config::ConfigFault>* faults) {
   const config::Limits limits = config.admin.limits.value_or(config::Limits{});
   std::shared_ptr<turn::ServerConfig> turn_config = serverConfig(config, limits);
 
@@ -273,7 +274,11 @@ Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(const config::StunnerC
   for (size_t i = 0; i < config.listeners.size(); ++i) {
     const config::Listener& l = config.listeners[i];
     auto spec = listenerSpec(l, "listeners[" + std::to_string(i) + "]", *dataplane);
-    if (!spec) return spec.error();
+    if (!spec && faults == nullptr) return spec.error();
+    if (!spec) {
+      faults->push_back({"listener", l.name, spec.error().message});
+      continue;
+    }
     turn_config->listeners.push_back(listenerPolicy(l, *spec, config, dns));
     dataplane->listeners.push_back(std::move(*spec));
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/stunner_config.h"
+#include "config/validator.h"
 #include "kturn/result.h"
 #include "net/interface_addresses.h"
 #include "worker/config_snapshot.h"
@@ -39,8 +40,12 @@ class DataplaneBuilder {
     channel_lifetime_ = channel;
   }
 
-  // `config` must have passed config::validate().
-  Result<worker::ConfigSnapshotPtr> build(const config::StunnerConfig& config, const DnsCache& dns);
+  // `config` must have passed config::validate() (or validateIsolating()). A listener that
+  // cannot be built (a certificate or key that does not load, a port that another listener of
+  // the config already takes) fails the build, or, given `faults`, is left out of the snapshot
+  // and added there.
+  Result<worker::ConfigSnapshotPtr> build(const config::StunnerConfig& config, const DnsCache& dns,
+                                          std::vector<config::ConfigFault>* faults = nullptr);
 
   // Host names of every STRICT_DNS cluster, for the resolver.
   static std::vector<std::string> dnsHosts(const config::StunnerConfig& config);

@@ -190,7 +190,8 @@ std::vector<admin::MetricFamily> listenerFamilies(const worker::WorkerStats& sta
 
 std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
                                               const worker::ConfigSnapshot& snapshot,
-                                              const admin::CapacityReport& capacity) {
+                                              const admin::CapacityReport& capacity,
+                                              const std::vector<config::ConfigFault>& faults) {
   namespace st = admin::stunner;
   std::vector<admin::MetricFamily> out;
 
@@ -288,6 +289,11 @@ std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
       capacity_headroom.samples.push_back({labels({{ks::kLabelMeasure, measure}}), m->headroom});
     }
   }
+  auto config_faults = admin::familyOf(ks::kConfigFaults);
+  for (const config::ConfigFault& f : faults) {
+    config_faults.samples.push_back(
+        {labels({{ks::kLabelKind, f.kind}, {ks::kLabelName, f.name}}), 1});
+  }
   auto offload_channels = admin::familyOf(ks::kOffloadChannels);
   offload_channels.samples.push_back({{}, static_cast<double>(stats.offload_channels)});
   auto offload_outcomes = admin::familyOf(ks::kOffloadDatagramsTotal);
@@ -302,7 +308,7 @@ std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
     out.push_back(std::move(*f));
   }
   for (auto& f : listenerFamilies(stats, snapshot)) out.push_back(std::move(f));
-  for (auto* f : {&info, &capacity_over, &capacity_headroom, &offload_channels, &offload_outcomes,
+  for (auto* f : {&info, &capacity_over, &capacity_headroom, &config_faults, &offload_channels, &offload_outcomes,
                   &gso, &gro, &datagrams, &syscalls, &durations}) {
     out.push_back(std::move(*f));
   }

@@ -258,5 +258,37 @@ auth: {type: ephemeral, credentials: {secret: new, previous_secret: old}}
             std::string::npos);
 }
 
+TEST(ValidateIsolating, ABadListenerOrClusterIsTakenOutAndTheRestKept) {
+  StunnerConfig c = validConfig();
+  c.listeners[1].cert = "%%% not base64";
+  c.listeners.push_back({.name = "udp", .port = 3479});  // a name used twice
+  c.clusters[0].endpoints.push_back("10.0.0.300");
+  auto r = validateIsolating(c);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0].kind, "listener");
+  EXPECT_EQ((*r)[0].name, "tls");
+  EXPECT_EQ((*r)[0].error, "listeners[1].cert: not valid base64");
+  EXPECT_EQ((*r)[1].name, "udp");
+  EXPECT_EQ((*r)[1].error, "listeners[2].name: duplicate listener name \"udp\"");
+  EXPECT_EQ((*r)[2].kind, "cluster");
+  EXPECT_EQ((*r)[2].name, "media");
+  ASSERT_EQ(c.listeners.size(), 1u);
+  EXPECT_EQ(c.listeners[0].port, 3478) << "the first \"udp\" stays, normalized";
+  ASSERT_EQ(c.clusters.size(), 1u);
+  EXPECT_EQ(c.clusters[0].name, "dns");
+}
+
+TEST(ValidateIsolating, WhatIsGlobalStillRejectsTheConfig) {
+  StunnerConfig c = validConfig();
+  c.auth.type = "ephemeral";  // without a secret
+  auto r = validateIsolating(c);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message.rfind("auth", 0), 0u) << r.error().message;
+  c = validConfig();
+  c.version = "v2";
+  EXPECT_FALSE(validateIsolating(c));
+}
+
 }  // namespace
 }  // namespace kturn::config

@@ -104,23 +104,94 @@ TEST_F(DaemonReconfigTest, MovingAListenerRebindsIt) {
   EXPECT_FALSE(client(port_a_).binding().answered);
 }
 
-TEST_F(DaemonReconfigTest, ATakenPortRejectsTheWholeConfig) {
+TEST_F(DaemonReconfigTest, ATakenPortCostsOnlyItsListenerAndIsRetriedWithTheNextConfig) {
   auto on_a = client(port_a_);
   ASSERT_TRUE(on_a.allocate().success);
-  // Another process's socket (no SO_REUSEPORT) holds the port the new listener wants.
+  // A socket that is not kturnd's (no SO_REUSEPORT) holds the port the new listener wants.
   auto squatter = net::UdpSocket::bind(loopback(port_b_), {});
   ASSERT_TRUE(squatter);
 
-  writeConfig({{"b", port_b_}});
+  writeConfig({{"a", port_a_}, {"b", port_b_}});
   auto reloaded = daemon_->reload();
-  ASSERT_FALSE(reloaded);
-  EXPECT_NE(reloaded.error().message.find("listener b"), std::string::npos)
-      << reloaded.error().message;
-
-  EXPECT_TRUE(on_a.refresh(600).success) << "the running config was not kept";
+  ASSERT_TRUE(reloaded) << reloaded.error().message;
+  EXPECT_TRUE(on_a.refresh(600).success) << "listener a lost its allocation";
   EXPECT_TRUE(client(port_a_).binding().success);
-  EXPECT_EQ(daemon_->loaded().config.listeners.size(), 1u);
-  EXPECT_EQ(daemon_->loaded().config.listeners[0].name, "a");
+  auto faults = daemon_->faults();
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0].fault.kind, "listener");
+  EXPECT_EQ(faults[0].fault.name, "b");
+  EXPECT_FALSE(faults[0].kept);
+  EXPECT_NE(faults[0].fault.error.find("127.0.0.1:" + std::to_string(port_b_) +
+                                       "/udp is in use by "),
+            std::string::npos)
+      << faults[0].fault.error;
+  EXPECT_NE(faults[0].fault.error.find("(pid " + std::to_string(::getpid()) + ", this process)"),
+            std::string::npos)
+      << faults[0].fault.error;
+  EXPECT_EQ(daemon_->health(), admin::HealthStatus::kReady) << "listener a serves";
+
+  // The port comes free; the next config (the same one) opens b.
+  *squatter = net::UdpSocket();
+  ASSERT_TRUE(daemon_->reload());
+  EXPECT_TRUE(daemon_->faults().empty());
+  EXPECT_TRUE(client(port_b_).binding().success);
+  EXPECT_TRUE(on_a.refresh(600).success);
+}
+
+TEST_F(DaemonReconfigTest, APortSharedThroughReusePortIsTakenToo) {
+  // Another process of the same user with SO_REUSEPORT could join kturnd's socket group, and
+  // the kernel would split the clients between them: such a holder fails the listener too.
+  net::UdpSocketOptions reuse;
+  reuse.reuse_port = true;
+  auto squatter = net::UdpSocket::bind(loopback(port_b_), reuse);
+  ASSERT_TRUE(squatter);
+  writeConfig({{"a", port_a_}, {"b", port_b_}});
+  ASSERT_TRUE(daemon_->reload());
+  auto faults = daemon_->faults();
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0].fault.name, "b");
+  EXPECT_NE(faults[0].fault.error.find("is in use by"), std::string::npos)
+      << faults[0].fault.error;
+}
+
+TEST_F(DaemonReconfigTest, AListenerMovingOntoATakenPortKeepsRunningWhereItWas) {
+  auto on_a = client(port_a_);
+  ASSERT_TRUE(on_a.allocate().success);
+  auto squatter = net::UdpSocket::bind(loopback(port_b_), {});
+  ASSERT_TRUE(squatter);
+  writeConfig({{"a", port_b_}});
+  ASSERT_TRUE(daemon_->reload());
+  EXPECT_TRUE(on_a.refresh(600).success) << "the running listener a was closed";
+  auto faults = daemon_->faults();
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_TRUE(faults[0].kept);
+  ASSERT_EQ(daemon_->loaded().config.listeners.size(), 1u);
+  EXPECT_EQ(daemon_->loaded().config.listeners[0].port, port_a_) << "loaded() says what runs";
+}
+
+TEST_F(DaemonReconfigTest, WhenNoListenerCanOpenTheDaemonIsNotReady) {
+  auto squatter = net::UdpSocket::bind(loopback(port_b_), {});
+  ASSERT_TRUE(squatter);
+  writeConfig({{"b", port_b_}});
+  ASSERT_TRUE(daemon_->reload());
+  EXPECT_EQ(daemon_->health(), admin::HealthStatus::kNotReady);
+  EXPECT_FALSE(client(port_a_).binding().answered) << "a was removed by the config";
+}
+
+TEST_F(DaemonReconfigTest, AStartThatCanOpenNoListenerFailsNamingTheHolder) {
+  auto squatter = net::UdpSocket::bind(loopback(port_b_), {});
+  ASSERT_TRUE(squatter);
+  writeConfig({{"b", port_b_}});
+  Daemon::Options options;
+  options.origin = "file://" + path_.string();
+  options.workers = 1;
+  Daemon other(options);  // no -w: the config cannot change, so nothing would ever serve
+  auto started = other.start();
+  ASSERT_FALSE(started);
+  EXPECT_NE(started.error().message.find("no listener could be opened: 127.0.0.1:" +
+                                         std::to_string(port_b_) + "/udp is in use by "),
+            std::string::npos)
+      << started.error().message;
 }
 
 // A TCP client connected to kturnd, for listener removal and shutdown with connections open.

@@ -114,25 +114,55 @@ TEST_F(DaemonTlsTest, ACertificateChangeKeepsConnectionsAndServesTheNewOne) {
   EXPECT_FALSE(before->closed());
 }
 
-TEST_F(DaemonTlsTest, ABadCertificateIsRejectedByFieldAndTheListenerKeepsServing) {
+TEST_F(DaemonTlsTest, ABadCertificateIsNamedAndTheRunningListenerKeepsServing) {
   const config::PemPair other = *config::generateSelfSignedCert();
   // Valid base64, valid PEM, but the key belongs to another certificate.
   writeConfig(config::encodeBase64(first_.cert_pem), config::encodeBase64(other.key_pem));
   auto reloaded = daemon_->reload();
-  ASSERT_FALSE(reloaded);
-  EXPECT_NE(reloaded.error().message.find("listeners[1].key: does not match the certificate"),
+  ASSERT_TRUE(reloaded) << reloaded.error().message;
+  auto faults = daemon_->faults();
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0].fault.name, "tls");
+  EXPECT_TRUE(faults[0].kept) << "the listener with the old certificate keeps running";
+  EXPECT_NE(faults[0].fault.error.find("listeners[1].key: does not match the certificate"),
             std::string::npos)
-      << reloaded.error().message;
+      << faults[0].fault.error;
 
   writeConfig(config::encodeBase64("not PEM at all"), config::encodeBase64(first_.key_pem));
-  reloaded = daemon_->reload();
-  ASSERT_FALSE(reloaded);
-  EXPECT_NE(reloaded.error().message.find("listeners[1].cert:"), std::string::npos)
-      << reloaded.error().message;
+  ASSERT_TRUE(daemon_->reload());
+  faults = daemon_->faults();
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_NE(faults[0].fault.error.find("listeners[1].cert:"), std::string::npos)
+      << faults[0].fault.error;
 
   auto client = connectTls();
   EXPECT_EQ(client->peerCertificate(), derOfPem(first_.cert_pem));
   EXPECT_TRUE(binding(*client, 4));
+  EXPECT_TRUE(testing::TurnTestClient({*IpAddress::parse("127.0.0.1"), udp_port_}, "u", "p")
+                  .binding()
+                  .success);
+}
+
+TEST_F(DaemonTlsTest, AFirstConfigWithABadCertificateStartsItsOtherListeners) {
+  daemon_.reset();
+  writeConfig(config::encodeBase64("not PEM at all"), config::encodeBase64(first_.key_pem));
+  daemon_ = testing::startDaemonOn(path_);
+  ASSERT_TRUE(daemon_);
+  EXPECT_TRUE(testing::TurnTestClient({*IpAddress::parse("127.0.0.1"), udp_port_}, "u", "p")
+                  .binding()
+                  .success);
+  auto faults = daemon_->faults();
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0].fault.name, "tls");
+  EXPECT_FALSE(faults[0].kept);
+  EXPECT_EQ(daemon_->health(), admin::HealthStatus::kReady);
+  ASSERT_EQ(daemon_->loaded().config.listeners.size(), 1u);
+
+  // The next config with a good certificate opens it.
+  writeConfig(config::encodeBase64(first_.cert_pem), config::encodeBase64(first_.key_pem));
+  ASSERT_TRUE(daemon_->reload());
+  EXPECT_TRUE(daemon_->faults().empty());
+  EXPECT_TRUE(binding(*connectTls(), 5));
 }
 
 }  // namespace

@@ -150,6 +150,22 @@ TEST(MetricsTest, UdpSocketCountsAreExported) {
   EXPECT_EQ(value("kturn_udp_syscalls_total", "direction", "tx"), 6);
 }
 
+TEST(MetricsTest, ConfigFaultsAreExportedByKindAndName) {
+  worker::ConfigSnapshot snapshot;
+  snapshot.turn = std::make_shared<const turn::ServerConfig>();
+  const auto families =
+      buildMetrics({}, snapshot, {},
+                   {{"listener", "tls", "listeners[1].cert: not valid base64"},
+                    {"cluster", "media", "clusters[0].endpoints[0]: invalid address"}});
+  EXPECT_EQ(sampleWith(families, "kturn_config_faults", {{"kind", "listener"}, {"name", "tls"}}),
+            1);
+  EXPECT_EQ(sampleWith(families, "kturn_config_faults", {{"kind", "cluster"}, {"name", "media"}}),
+            1);
+  EXPECT_FALSE(sampleWith(buildMetrics({}, snapshot), "kturn_config_faults",
+                          {{"kind", "listener"}, {"name", "tls"}}))
+      << "no fault, no sample";
+}
+
 TEST(MetricsTest, EveryDeclaredSeriesIsExportedOnce) {
   worker::ConfigSnapshot snapshot;
   worker::ListenerSpec udp;

@@ -35,8 +35,10 @@ run:
 test-tools:
 	@bash scripts/build-test-tools.sh --link $(BUILD_DIR)/test-tools
 
-# Regenerates deploy/manifests/kturn.yaml from the Helm chart with the real Helm.
+# Regenerates the chart's Gateway API CRD subcharts from the pinned release in the tool cache,
+# and deploy/manifests/kturn.yaml from the Helm chart with the real Helm.
 manifests: test-tools
+	@KTURN_TEST_TOOLS=$(BUILD_DIR)/test-tools bash scripts/update-gateway-api-crds.sh
 	@HELM=$(BUILD_DIR)/test-tools/bin/helm bash scripts/update-manifests.sh
 
 test: build test-tools

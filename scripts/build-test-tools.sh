@@ -4,7 +4,8 @@
 # CRDs; a node's kubelet and kube-proxy, and CoreDNS, for the single-node cluster of make test-e2e
 # (tests/e2e/cluster.py; containerd, runc and the CNI plugins are Debian's); and STUNner's stunnerd and turncat, the reference that the interop tests and bench/compare
 # hold kturn against. They are test tools only: never shipped, never vendored, nothing of them is
-# committed.
+# committed; except that the Helm chart ships the Gateway API CRDs of GATEWAY_API_VERSION, which
+# scripts/update-gateway-api-crds.sh copies from here.
 #
 #   scripts/build-test-tools.sh [--link DIR]
 #

@@ -37,6 +37,10 @@ chart-all-features.yaml). Then:
   * the chart's crds/ is a link to deploy/crds, and deploy/manifests/kturn.yaml is
     what `helm template` makes of the chart now (scripts/update-manifests.sh).
 
+The Gateway API CRDs the chart renders by default (its subcharts, standardCrds.enabled) are in
+both renders here and pass the generic checks; tests/deploy/gateway_api_crds_test.py checks them
+and their switches.
+
   /usr/bin/python3 tests/deploy/chart_test.py [-v]
 """
 

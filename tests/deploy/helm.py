@@ -15,8 +15,10 @@ KUBECTL = os.path.join(TOOLS, "bin", "kubectl")
 MANIFEST_PATH = "deploy/manifests/kturn.yaml"
 
 
-class KubeYamlLoader(yaml.SafeLoader):
-    """YAML as sigs.k8s.io/yaml reads it for the purposes here: timestamps stay strings."""
+class KubeYamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """YAML as sigs.k8s.io/yaml reads it for the purposes here: timestamps stay strings. Parsed
+    by libyaml where PyYAML has it (Debian's does): a render holds megabytes of Gateway API CRDs,
+    which the pure-Python parser takes a second a megabyte for."""
 
 
 KubeYamlLoader.yaml_implicit_resolvers = {

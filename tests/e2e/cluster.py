@@ -3,7 +3,8 @@
 for trying kturn by hand: the test suite's control plane (tests/support/control_plane.py) with
 kube-scheduler, and one node: containerd (Debian's), runc, the CNI bridge plugin, kubelet and
 kube-proxy (from the control plane's Kubernetes release), and CoreDNS for the cluster's names.
-Test tools only, never shipped.
+Unlike the test suite's control plane it starts without any CRD: the chart brings them. Test
+tools only, never shipped.
 
     cluster.py up   --dir DIR --tools TOOLS --images DIR [--owner PID]
                                                start in the background, until `down` (or
@@ -455,7 +456,9 @@ state = "{self.dir}/containerd/state"
 # --- the supervisor -----------------------------------------------------------------------
 
 def serve(args) -> int:
-    plane = cp.ControlPlane(args.dir, args.tools, address=NODE_IP, nodes=True)
+    # No CRDs: the chart installs kturn's and the Gateway API's, as on any new cluster (a
+    # `helm install` would stop on Gateway API CRDs it did not make).
+    plane = cp.ControlPlane(args.dir, args.tools, address=NODE_IP, nodes=True, crds=False)
     node = Node(plane, args.images)
 
     def start() -> Dict[str, float]:

@@ -4,7 +4,8 @@ platform team runs it and as a client on the internet reaches it: kturn's images
 Dockerfiles (scripts/build-images.sh), in pods that the kubelet runs under containerd and runc.
 
 Day 1:
-  1. `helm install` of deploy/helm/kturn with the eBPF fast path on
+  1. `helm install` of deploy/helm/kturn on the cluster as it starts, without any CRD (the chart
+     brings kturn's and the Gateway API's standard channel), with the eBPF fast path on
      (dataplane.offload.engine=TC, docs/offload.md#in-a-pod) and kturnd's metrics endpoint,
      waiting until the operator and kturn-auth Deployments are available (their pods run,
      their probes pass).

@@ -9,6 +9,9 @@
      bindings. Not the chart's `default` Dataplane (dataplane.create=false): it is cluster-scoped,
      and in this cluster, which the other tests share, it would become the Dataplane of every
      other test's Gateways while it exists (deploy_crd_schema has the API server validate it).
+     Nor the Gateway API CRDs (standardCrds.enabled=false): the control plane installed them,
+     with the experimental UDPRoute the other tests use, and Helm takes over no object it did
+     not make (tests/deploy/gateway_api_crds_test.py installs the chart on an empty cluster).
   2. Two kturn-operator processes run here as the chart's operator ServiceAccount, with a token
      from the TokenRequest API, so with exactly the chart's ClusterRole and Role under RBAC
      authorization, and with the container arguments the chart gives the operator (its Lease,
@@ -76,7 +79,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     # 1. helm install, and what it created.
     out = helm(scope, "install", release, CHART, "-n", ns, "--wait=hookOnly",
                "--set", f"operator.controllerName={scope.controller_name}",
-               "--set", "dataplane.create=false")
+               "--set", "dataplane.create=false", "--set", "standardCrds.enabled=false")
     h.register_cleanup(lambda: helm(scope, "uninstall", release, "-n", ns, "--wait=hookOnly",
                                     check=False))
     status = json.loads(helm(scope, "status", release, "-n", ns, "-o", "json"))

@@ -7,9 +7,9 @@ kturn serves installed (its own, and the Gateway API's). Never shipped.
     control_plane.py down --dir DIR                 stop it and remove its data
     control_plane.py run  --dir DIR --tools TOOLS   the same in the foreground, until Ctrl-C
     control_plane.py apiserver --dir DIR --out OUT [--etcd-prefix P] [--port N]
-                          [--no-watch-cache] [--skip-crd NAME]...
+                          [--no-watch-cache] [--skip-crd NAME]... [--no-crds]
         one more kube-apiserver on the same etcd, in the foreground until SIGTERM (tests that
-        stop a server, or need a cluster without some CRDs)
+        stop a server, or need a cluster without some CRDs, or without any)
     control_plane.py compact --dir DIR              compact etcd's history up to now
     control_plane.py token --dir DIR NS SA          a ServiceAccount token (TokenRequest)
 
@@ -309,14 +309,16 @@ class ControlPlane(ComponentGroup):
     """etcd, kube-apiserver and kube-controller-manager, the apiserver on `address`: loopback for
     the test suite. With `nodes` (tests/e2e/cluster.py), `address` is the node's, which pods
     reach; kube-scheduler runs, and the apiserver has a client certificate for the kubelets'
-    API and checks their serving certificates against the cluster CA."""
+    API and checks their serving certificates against the cluster CA. Without `crds` no CRD is
+    installed: a new cluster, as `helm install` of the chart meets it."""
 
     def __init__(self, dirpath: str, tools: str, address: str = "127.0.0.1",
-                 nodes: bool = False):
+                 nodes: bool = False, crds: bool = True):
         self.dir = os.path.abspath(dirpath)
         self.tools = os.path.abspath(tools)
         self.address = address
         self.nodes = nodes
+        self.crds = crds
         self.pki = os.path.join(self.dir, "pki")
         self.logs = os.path.join(self.dir, "logs")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
@@ -392,8 +394,9 @@ class ControlPlane(ComponentGroup):
             sched.start()
             self.components.append(sched)
 
-        install_crds(self.tools, self.kubeconfig, repo_root(), [])
-        self.timings["crds"] = time.monotonic() - t0
+        if self.crds:
+            install_crds(self.tools, self.kubeconfig, repo_root(), [])
+            self.timings["crds"] = time.monotonic() - t0
         # The ServiceAccount controller makes each namespace's `default` account: it runs.
         wait_until("kube-controller-manager (the default ServiceAccount)",
                    lambda: api(self.url, self.pki, "GET",
@@ -707,8 +710,8 @@ def cmd_run(args) -> int:
 
 def cmd_apiserver(args) -> int:
     """One more kube-apiserver on the running control plane's etcd, with the same PKI, until
-    SIGTERM. A new --etcd-prefix is an empty cluster (the CRDs are installed, less --skip-crd);
-    the default prefix is the same cluster as the main server's."""
+    SIGTERM. A new --etcd-prefix is an empty cluster (the CRDs are installed, less --skip-crd,
+    none with --no-crds); the default prefix is the same cluster as the main server's."""
     env = read_env(args.dir)
     pki = os.path.join(args.dir, "pki")
     os.makedirs(args.out, exist_ok=True)
@@ -725,7 +728,7 @@ def cmd_apiserver(args) -> int:
         wait_until("kube-apiserver /readyz", lambda: readyz(url, pki), [c], 90)
         kubeconfig = os.path.join(args.out, "kubeconfig")
         write_kubeconfig(kubeconfig, pki, url, "admin")
-        if args.etcd_prefix != "/registry":
+        if args.etcd_prefix != "/registry" and not args.no_crds:
             install_crds(env["TOOLS"], kubeconfig, repo_root(), args.skip_crd)
         with open(os.path.join(args.out, "port.tmp"), "w") as f:
             f.write(f"{port}\n")
@@ -789,6 +792,8 @@ def main() -> int:
     p.add_argument("--no-watch-cache", action="store_true")
     p.add_argument("--skip-crd", action="append", default=[],
                    help="<plural>.<group> of a CRD not to install, e.g. udproutes.gateway.networking.k8s.io")
+    p.add_argument("--no-crds", action="store_true",
+                   help="a new --etcd-prefix without any CRD (what `helm install` meets on a new cluster)")
     p = sub.add_parser("token")
     p.add_argument("--dir", required=True)
     p.add_argument("--seconds", type=int, default=3600)

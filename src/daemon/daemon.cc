@@ -507,12 +507,11 @@ Result<void> Daemon::apply(config::LoadedConfig loaded) {
   };
   for (config::ConfigFault& f : faults) {
     // (A repeated name is served by its first, valid, holder.)
-    const bool kept =
-        f.kind == "listener"
-            ? !named(loaded.config.listeners, f.name) &&
-                  restore(loaded.config.listeners, loaded_.config.listeners, f.name)
-            : !named(loaded.config.clusters, f.name) &&
-                  restore(loaded.config.clusters, loaded_.config.clusters, f.name);
+    const bool kept = f.kind == "listener"
+                          ? !named(loaded.config.listeners, f.name) &&
+                                restore(loaded.config.listeners, loaded_.config.listeners, f.name)
+                          : !named(loaded.config.clusters, f.name) &&
+                                restore(loaded.config.clusters, loaded_.config.clusters, f.name);
     if (kept) restored.insert(f.kind + "/" + f.name);
   }
 
@@ -577,9 +576,8 @@ Result<void> Daemon::apply(config::LoadedConfig loaded) {
         restored.insert(key);
       } else {
         restored.erase(key);
-        std::erase_if(loaded.config.listeners, [&](const config::Listener& l) {
-          return l.name == f.name;
-        });
+        std::erase_if(loaded.config.listeners,
+                      [&](const config::Listener& l) { return l.name == f.name; });
       }
       faults.push_back(std::move(f));
     }

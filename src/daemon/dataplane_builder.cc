@@ -257,9 +257,9 @@ std::vector<TransportAddress> DataplaneBuilder::ownAddresses(
   return own;
 }
 
-Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(const config::StunnerConfig& config,
-                                                          const DnsCache& dns,
-                                                          std::vector<config::ConfigFault>* faults) {
+Result<worker::ConfigSnapshotPtr> DataplaneBuilder::build(
+    const config::StunnerConfig& config, const DnsCache& dns,
+    std::vector<config::ConfigFault>* faults) {
   const config::Limits limits = config.admin.limits.value_or(config::Limits{});
   std::shared_ptr<turn::ServerConfig> turn_config = serverConfig(config, limits);
 

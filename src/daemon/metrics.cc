@@ -308,8 +308,8 @@ std::vector<admin::MetricFamily> buildMetrics(const worker::WorkerStats& stats,
     out.push_back(std::move(*f));
   }
   for (auto& f : listenerFamilies(stats, snapshot)) out.push_back(std::move(f));
-  for (auto* f : {&info, &capacity_over, &capacity_headroom, &config_faults, &offload_channels, &offload_outcomes,
-                  &gso, &gro, &datagrams, &syscalls, &durations}) {
+  for (auto* f : {&info, &capacity_over, &capacity_headroom, &config_faults, &offload_channels,
+                  &offload_outcomes, &gso, &gro, &datagrams, &syscalls, &durations}) {
     out.push_back(std::move(*f));
   }
   for (auto& f : admin::collectProcessMetrics()) out.push_back(std::move(f));

@@ -25,8 +25,8 @@ std::string describe(TransportProtocol protocol, const TransportAddress& address
 int probeOnce(TransportProtocol protocol, const TransportAddress& address) {
   const bool v6 = address.family() == AddressFamily::kIPv6;
   const bool udp = protocol == TransportProtocol::kUdp;
-  FileDescriptor fd(::socket(v6 ? AF_INET6 : AF_INET,
-                             (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0));
+  FileDescriptor fd(
+      ::socket(v6 ? AF_INET6 : AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return errno;
   const int on = 1;
   if (!udp) (void)::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);

@@ -121,9 +121,9 @@ TEST_F(DaemonReconfigTest, ATakenPortCostsOnlyItsListenerAndIsRetriedWithTheNext
   EXPECT_EQ(faults[0].fault.kind, "listener");
   EXPECT_EQ(faults[0].fault.name, "b");
   EXPECT_FALSE(faults[0].kept);
-  EXPECT_NE(faults[0].fault.error.find("127.0.0.1:" + std::to_string(port_b_) +
-                                       "/udp is in use by "),
-            std::string::npos)
+  EXPECT_NE(
+      faults[0].fault.error.find("127.0.0.1:" + std::to_string(port_b_) + "/udp is in use by "),
+      std::string::npos)
       << faults[0].fault.error;
   EXPECT_NE(faults[0].fault.error.find("(pid " + std::to_string(::getpid()) + ", this process)"),
             std::string::npos)
@@ -150,8 +150,7 @@ TEST_F(DaemonReconfigTest, APortSharedThroughReusePortIsTakenToo) {
   auto faults = daemon_->faults();
   ASSERT_EQ(faults.size(), 1u);
   EXPECT_EQ(faults[0].fault.name, "b");
-  EXPECT_NE(faults[0].fault.error.find("is in use by"), std::string::npos)
-      << faults[0].fault.error;
+  EXPECT_NE(faults[0].fault.error.find("is in use by"), std::string::npos) << faults[0].fault.error;
 }
 
 TEST_F(DaemonReconfigTest, AListenerMovingOntoATakenPortKeepsRunningWhereItWas) {

@@ -142,8 +142,9 @@ CLI::App* addRenderCommand(CLI::App& app, RenderCommand& command) {
       ->check(CLI::IsMember({"enforce", "ignore"}))
       ->capture_default_str();
   sub->add_option("--now", command.now,
-                  "lastTransitionTime of conditions, e.g. 2024-01-01T00:00:00Z (default: now), "
-                  "for output that diffs cleanly");
+                  "the render's clock, e.g. 2024-01-01T00:00:00Z (default: now): conditions' "
+                  "lastTransitionTime and the time certificate dates are judged at, for output "
+                  "that diffs cleanly");
   return sub;
 }
 
@@ -157,7 +158,16 @@ int runRender(RenderCommand& command, std::ostream& out, std::ostream& err) {
                                          : readFiles(command.paths, objects, err);
   if (read != kRenderOk) return read;
   command.options.enforceReferenceGrants = command.referenceGrants == "enforce";
-  command.options.transitionTime = command.now.empty() ? op::utcNowRfc3339() : command.now;
+  command.options.now = op::unixNow();
+  if (!command.now.empty()) {
+    const std::optional<int64_t> now = op::parseRfc3339(command.now);
+    if (!now) {
+      err << "kturnctl render: --now " << command.now << ": not a time like 2024-01-01T00:00:00Z\n";
+      return kRenderUsage;
+    }
+    command.options.now = *now;
+  }
+  command.options.transitionTime = op::rfc3339(command.options.now);
   const op::ClusterSnapshot snapshot = op::ClusterSnapshot::fromObjects(std::move(objects));
   const op::RenderResult result = op::render(snapshot, command.options);
   out << op::toYamlStream(result);

@@ -2,8 +2,11 @@
 
 #include <arpa/inet.h>
 #include <openssl/bn.h>
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+
+#include <optional>
 
 #include "common/openssl_ptr.h"
 
@@ -46,6 +49,12 @@ X509Ptr readCert(const std::string& pem) {
 PkeyPtr readKey(const std::string& pem) {
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   return PkeyPtr(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+}
+
+std::optional<int64_t> unixTime(const ASN1_TIME* t) {
+  struct tm tm {};
+  if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return std::nullopt;
+  return static_cast<int64_t>(timegm(&tm));
 }
 
 bool randomSerial(X509* cert) {
@@ -123,11 +132,33 @@ Result<PemPair> issue(const Request& request, const PemPair* issuer) {
 Result<int64_t> notAfter(const std::string& cert_pem) {
   X509Ptr cert = readCert(cert_pem);
   if (!cert) return makeError(Error::Code::kInvalidArgument, "certificate: not a PEM certificate");
-  struct tm tm {};
-  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &tm) != 1) {
-    return makeError(Error::Code::kInvalidArgument, "certificate: unreadable notAfter");
+  auto t = unixTime(X509_get0_notAfter(cert.get()));
+  if (!t) return makeError(Error::Code::kInvalidArgument, "certificate: unreadable notAfter");
+  return *t;
+}
+
+Result<Served> inspectServing(const std::string& cert_pem, const std::string& key_pem) {
+  auto invalid = [](std::string what) {
+    ERR_clear_error();
+    return makeError(Error::Code::kInvalidArgument, std::move(what));
+  };
+  X509Ptr cert = readCert(cert_pem);
+  if (!cert) return invalid("no PEM certificate");
+  PkeyPtr key = readKey(key_pem);
+  if (!key) return invalid("no PEM private key");
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    return invalid("the private key does not match the certificate");
   }
-  return static_cast<int64_t>(timegm(&tm));
+  const auto notBefore = unixTime(X509_get0_notBefore(cert.get()));
+  const auto notAfter = unixTime(X509_get0_notAfter(cert.get()));
+  if (!notBefore || !notAfter) return invalid("unreadable validity dates");
+  Served out{.not_before = *notBefore, .not_after = *notAfter};
+  BioPtr subject(BIO_new(BIO_s_mem()));
+  if (subject && X509_NAME_print_ex(subject.get(), X509_get_subject_name(cert.get()), 0,
+                                    XN_FLAG_ONELINE & ~ASN1_STRFLGS_ESC_MSB) >= 0) {
+    out.subject = drain(subject.get());
+  }
+  return out;
 }
 
 }  // namespace kturn::certificate

@@ -37,4 +37,18 @@ Result<PemPair> issue(const Request& request, const PemPair* issuer = nullptr);
 // The notAfter of the first certificate in `cert_pem` as seconds since the epoch.
 Result<int64_t> notAfter(const std::string& cert_pem);
 
+// A TLS server's certificate and key as a server loads them (the first PEM certificate is the
+// leaf, any that follow its chain): what kturn-operator checks before it renders a listener's
+// Secret, so that what kturnd cannot load never reaches it.
+struct Served {
+  std::string subject{};   // the leaf's subject, one line: "CN = turn.example.com"
+  int64_t not_before = 0;  // seconds since the epoch
+  int64_t not_after = 0;
+};
+
+// kInvalidArgument saying which part fails: "no PEM certificate", "no PEM private key", "the
+// private key does not match the certificate", "unreadable validity dates". Dates are not
+// judged here: the caller has the clock.
+Result<Served> inspectServing(const std::string& cert_pem, const std::string& key_pem);
+
 }  // namespace kturn::certificate

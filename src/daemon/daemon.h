@@ -34,11 +34,11 @@ class Daemon {
   static constexpr size_t kMaxWorkers = 256;
 
   struct Options {
-    std::string origin;  // see config_source.h; http(s)/ws(s): a CDS server (cds/origin.h)
+    std::string origin{};  // see config_source.h; http(s)/ws(s): a CDS server (cds/origin.h)
     // CDS only: "namespace/name" of the Gateway whose config to fetch, and the node name
     // (stunnerd's --id / STUNNER_NAMESPACE+STUNNER_NAME and STUNNER_NODENAME).
-    std::string cds_id;
-    std::string cds_node;
+    std::string cds_id{};
+    std::string cds_node{};
     // Authenticated config discovery (cds/cds_client.h): the token file, the CA file and PEM.
     std::string cds_token_file{};
     std::string cds_ca_file{};
@@ -66,7 +66,7 @@ class Daemon {
     // stunnerd's -w: reload a file config when it changes; with a CDS origin, start without a
     // config (not ready) and apply every config the server pushes.
     bool watch = false;
-    worker::SessionLogOptions session_log;
+    worker::SessionLogOptions session_log{};
     bool udp_segmentation = true;  // Worker::Options::udp_segmentation
     // --relay-sockets shared: relay ports without a socket each (SharedRelayPorts), where the
     // kernel and the privileges allow it; otherwise (logged once) a socket per allocation.

@@ -67,6 +67,20 @@ inline constexpr std::string_view kNotAllowedByListeners = "NotAllowedByListener
 inline constexpr std::string_view kNoMatchingParent = "NoMatchingParent";
 inline constexpr std::string_view kBackendNotFound = "BackendNotFound";
 inline constexpr std::string_view kInvalidKind = "InvalidKind";
+inline constexpr std::string_view kListenersNotValid = "ListenersNotValid";
+}  // namespace reason
+
+// kturn's own listener condition (Gateway API allows domain-prefixed types): the dates of the
+// certificate a TLS or DTLS listener serves. An expired or not yet valid certificate still loads,
+// so the listener keeps serving with it (its connections stay; clients that verify refuse it);
+// this is where that shows, with the dates.
+namespace cond {
+inline constexpr std::string_view kCertificateValid = "kturn.io/CertificateValid";
+}
+namespace reason {
+inline constexpr std::string_view kValid = "Valid";
+inline constexpr std::string_view kExpired = "Expired";
+inline constexpr std::string_view kNotYetValid = "NotYetValid";
 }  // namespace reason
 
 }  // namespace kturn::op

@@ -113,7 +113,8 @@ bool Controller::reconcile(bool full) {
     dirtiedAt = answeringSince_;
   }
   RenderOptions renderOptions = options_.render;
-  renderOptions.transitionTime = utcNowRfc3339();
+  renderOptions.now = unixNow();
+  renderOptions.transitionTime = rfc3339(renderOptions.now);
   // The changes first: one made during the copy below is then in the next reconcile's.
   std::vector<ObjectUpdate> changes = cluster_.takeChanges();
   const RenderDelta delta =
@@ -121,9 +122,7 @@ bool Controller::reconcile(bool full) {
           ? renderer_.update(ClusterSnapshot::fromObjects(cluster_.snapshot()), renderOptions, true)
           : renderer_.apply(std::move(changes), renderOptions);
   const auto renderedAt = std::chrono::steady_clock::now();
-  const int64_t nowUnix = std::chrono::duration_cast<std::chrono::seconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
+  const int64_t nowUnix = renderOptions.now;
   ConfigPublisher::Outcome published;
   OwnedObjectApplier::Outcome applied;
   StatusWriter::Outcome statuses;

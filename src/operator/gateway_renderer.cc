@@ -176,6 +176,44 @@ void markUnrendered(ListenerRender& l, const k8s::Gateway& gw) {
   }
 }
 
+// The listeners that are not valid (not accepted, or a reference unresolved) by name, and those
+// not programmed as "name: why".
+struct ListenerSummary {
+  std::vector<std::string> invalid;
+  std::vector<std::string> unprogrammed;
+};
+ListenerSummary summarize(const std::vector<ListenerRender>& listeners) {
+  ListenerSummary out;
+  auto isFalse = [](const Conditions& c, std::string_view type) {
+    const Condition* found = c.find(type);
+    return found != nullptr && found->status == ConditionStatus::kFalse;
+  };
+  for (const ListenerRender& l : listeners) {
+    if (isFalse(l.conditions, cond::kAccepted) || isFalse(l.conditions, cond::kResolvedRefs)) {
+      out.invalid.push_back(l.spec->name);
+    }
+    if (isFalse(l.conditions, cond::kProgrammed)) {
+      out.unprogrammed.push_back(l.spec->name + ": " +
+                                 l.conditions.find(cond::kProgrammed)->message);
+    }
+  }
+  return out;
+}
+
+// The parts joined, up to about 4 KiB (a condition message may hold 32 KiB; a Gateway has up to
+// 64 listeners, each with its own message in its own status).
+std::string join(const std::vector<std::string>& parts, std::string_view separator = ", ") {
+  constexpr size_t kMaxMessage = 4096;
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (out.size() + parts[i].size() > kMaxMessage) {
+      return out + std::string(separator) + "and " + std::to_string(parts.size() - i) + " more";
+    }
+    out += (i == 0 ? "" : std::string(separator)) + parts[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 GatewayRender rejectGateway(const k8s::Gateway& gw, std::string_view reason,
@@ -247,10 +285,15 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
         listenerStatus(l.spec->name, static_cast<int>(routes.size()), l.conditions, options));
   }
   conf.clusters = gatewayClusters(gw, snapshot, clusterOf);
+  const ListenerSummary summary = summarize(listeners);
 
   Conditions conditions;
-  conditions.set(condition(cond::kAccepted, ConditionStatus::kTrue, reason::kAccepted,
-                           "gateway accepted by controller " + options.controllerName, gw));
+  const std::string accepted = "gateway accepted by controller " + options.controllerName;
+  conditions.set(
+      summary.invalid.empty()
+          ? condition(cond::kAccepted, ConditionStatus::kTrue, reason::kAccepted, accepted, gw)
+          : condition(cond::kAccepted, ConditionStatus::kTrue, reason::kListenersNotValid,
+                      accepted + "; listeners not valid: " + join(summary.invalid), gw));
   // Validate as stunnerd will see it, after it substitutes $STUNNER_ADDR with the pod IP; keep
   // the variable in the output, which validate() leaves in place otherwise (defaults filled,
   // routes and endpoints sorted, listeners in Gateway order).
@@ -267,13 +310,21 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
         *ctx.gatewayConfig->authLifetime > 0) {
       out.output.credential_lifetime = std::chrono::seconds(*ctx.gatewayConfig->authLifetime);
     }
-    if (allAddressed) {
+    // Which listeners do not serve, each with its own Programmed message.
+    const std::string unprogrammed =
+        summary.unprogrammed.empty()
+            ? std::string()
+            : "; listeners not programmed: " + join(summary.unprogrammed, "; ");
+    if (!gw.listeners.empty() && summary.unprogrammed.size() == gw.listeners.size()) {
+      conditions.set(condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kInvalid,
+                               "no listener programmed" + unprogrammed, gw));
+    } else if (allAddressed) {
       conditions.set(condition(cond::kProgrammed, ConditionStatus::kTrue, reason::kProgrammed,
-                               "dataplane configuration successfully rendered", gw));
+                               "dataplane configuration successfully rendered" + unprogrammed, gw));
     } else {
-      conditions.set(condition(cond::kProgrammed, ConditionStatus::kFalse,
-                               reason::kAddressNotAssigned,
-                               "no public address found for at least one listener", gw));
+      conditions.set(
+          condition(cond::kProgrammed, ConditionStatus::kFalse, reason::kAddressNotAssigned,
+                    "no public address found for at least one listener" + unprogrammed, gw));
     }
   }
   out.output.service = std::move(svc.service);

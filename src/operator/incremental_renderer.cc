@@ -133,6 +133,7 @@ RenderDelta IncrementalRenderer::apply(std::vector<ObjectUpdate> updates,
 bool IncrementalRenderer::sameOptions(const RenderOptions& options) const {
   RenderOptions comparable = options;
   comparable.transitionTime = options_.transitionTime;
+  comparable.now = options_.now;
   return comparable == options_;
 }
 

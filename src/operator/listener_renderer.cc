@@ -2,8 +2,10 @@
 
 #include <map>
 
+#include "common/certificate.h"
 #include "common/crypto.h"
 #include "k8s/field_reader.h"
+#include "operator/clock.h"
 #include "operator/listener_protocol.h"
 #include "operator/well_known.h"
 
@@ -39,17 +41,47 @@ bool secretGranted(const k8s::Gateway& gw, const k8s::ObjectKey& secret,
 struct TlsMaterial {
   std::string cert{};  // base64 PEM
   std::string key{};
-  std::string reason;  // empty when found
+  std::string reason{};  // empty when found
   std::string message{};
+  std::optional<Condition> validity{};  // kturn.io/CertificateValid of the one found
 };
 
-std::optional<std::string> firstKey(const k8s::Secret& s, std::initializer_list<const char*> keys) {
+struct KeyValue {
+  std::string_view key;
+  std::string value;
+};
+
+std::optional<KeyValue> firstKey(const k8s::Secret& s, std::initializer_list<const char*> keys) {
   for (const char* k : keys) {
-    if (auto v = s.get(k)) return v;
+    if (auto v = s.get(k)) return KeyValue{k, std::move(*v)};
   }
   return std::nullopt;
 }
 
+// The certificate's dates judged at `now`: True when valid, False with Expired or NotYetValid.
+Condition validity(const k8s::ObjectKey& secret, const certificate::Served& served,
+                   const k8s::Gateway& gw, const RenderOptions& options) {
+  const std::string dates =
+      "valid from " + rfc3339(served.not_before) + " to " + rfc3339(served.not_after);
+  const std::string what = "Secret " + secret.str() + ": certificate " + served.subject;
+  if (options.now > served.not_after) {
+    return condition(cond::kCertificateValid, ConditionStatus::kFalse, reason::kExpired,
+                     what + " expired at " + rfc3339(served.not_after) + " (" + dates +
+                         "); served until the Secret holds a new one",
+                     gw);
+  }
+  if (options.now < served.not_before) {
+    return condition(cond::kCertificateValid, ConditionStatus::kFalse, reason::kNotYetValid,
+                     what + " is not valid before " + rfc3339(served.not_before) + " (" + dates +
+                         "); served anyway",
+                     gw);
+  }
+  return condition(cond::kCertificateValid, ConditionStatus::kTrue, reason::kValid,
+                   what + " " + dates, gw);
+}
+
+// The first certificateRefs Secret whose certificate and key load and belong together, preferring
+// one valid now over one that is not (a renewed certificate listed beside an expired one).
 TlsMaterial findTls(const k8s::Gateway& gw, const k8s::GatewayListener& l,
                     const ClusterSnapshot& snapshot, const RenderOptions& options) {
   TlsMaterial out{.reason = std::string(reason::kInvalidCertificateRef)};
@@ -62,6 +94,7 @@ TlsMaterial findTls(const k8s::Gateway& gw, const k8s::GatewayListener& l,
     return out;
   }
   std::vector<std::string> why;
+  std::optional<TlsMaterial> outOfDate;
   for (const k8s::SecretObjectReference& ref : l.tls->certificateRefs) {
     const k8s::ObjectKey key{ref.ns.value_or(gw.meta.ns), ref.name};
     if ((ref.group && !ref.group->empty() && *ref.group != "v1") ||
@@ -89,11 +122,22 @@ TlsMaterial findTls(const k8s::Gateway& gw, const k8s::GatewayListener& l,
       why.push_back("Secret " + key.str() + ": keys tls.crt and tls.key required");
       continue;
     }
-    out.cert = crypto::base64Encode(crypto::asBytes(*cert));
-    out.key = crypto::base64Encode(crypto::asBytes(*pkey));
-    out.reason.clear();
-    return out;
+    // What kturnd cannot load never reaches it: it would refuse this listener (and stunnerd
+    // the whole config) on every pod.
+    auto served = certificate::inspectServing(cert->value, pkey->value);
+    if (!served) {
+      out.reason = reason::kInvalidCertificateRef;
+      why.push_back("Secret " + key.str() + " (" + std::string(cert->key) + ", " +
+                    std::string(pkey->key) + "): " + served.error().message);
+      continue;
+    }
+    TlsMaterial found{.cert = crypto::base64Encode(crypto::asBytes(cert->value)),
+                      .key = crypto::base64Encode(crypto::asBytes(pkey->value)),
+                      .validity = validity(key, *served, gw, options)};
+    if (found.validity->status == ConditionStatus::kTrue) return found;
+    if (!outOfDate) outOfDate = std::move(found);
   }
+  if (outOfDate) return std::move(*outOfDate);
   for (const std::string& w : why) out.message += (out.message.empty() ? "" : "; ") + w;
   return out;
 }
@@ -168,6 +212,7 @@ std::vector<ListenerRender> renderListeners(const k8s::Gateway& gw, const Cluste
         r.conditions.set(condition(cond::kResolvedRefs, ConditionStatus::kTrue,
                                    reason::kResolvedRefs,
                                    "listener object references successfully resolved", gw));
+        if (tls.validity) r.conditions.set(std::move(*tls.validity));
         r.config = std::move(lc);
       }
     }

@@ -1,6 +1,7 @@
 // What the operator is configured with, as opposed to what it reads from the cluster.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ struct RenderOptions {
   // lastTransitionTime of every condition. The renderer is pure: the caller supplies the clock,
   // and the status applier keeps the old time when a condition did not change.
   std::string transitionTime = "1970-01-01T00:00:00Z";
+  // The clock, in seconds since the epoch, against which a listener's certificate dates are
+  // judged (kturn.io/CertificateValid). Like transitionTime, not a setting: a change of it alone
+  // does not make a render full.
+  int64_t now = 0;
   // Gateway labels not copied to the Deployment (pkg/config DefaultLabelFilter): they belong to
   // the tool that applied the Gateway and would make it prune the Deployment.
   std::vector<std::string> labelFilter = {

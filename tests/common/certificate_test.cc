@@ -96,5 +96,25 @@ TEST(Certificate, SelfSignedWithoutAnIssuerAndEveryKeyIsNew) {
   EXPECT_FALSE(issue({.common_name = "x"}, &bad));
 }
 
+TEST(Certificate, InspectServingLoadsWhatATlsServerLoads) {
+  auto ca = issue({.common_name = "test CA", .ca = true});
+  auto leaf = issue({.common_name = "turn.example.com"}, &*ca);
+  ASSERT_TRUE(ca && leaf);
+  // A leaf followed by its chain, as cert-manager writes tls.crt.
+  auto served = inspectServing(leaf->cert_pem + ca->cert_pem, leaf->key_pem);
+  ASSERT_TRUE(served) << served.error().message;
+  EXPECT_EQ(served->subject, "CN = turn.example.com");
+  EXPECT_EQ(served->not_after, *notAfter(leaf->cert_pem));
+  // One year and the minute of clock skew, give or take the second issue() may straddle.
+  EXPECT_NEAR(served->not_after - served->not_before, 365 * 24 * 3600 + 60, 1);
+
+  EXPECT_EQ(inspectServing("garbage", leaf->key_pem).error().message, "no PEM certificate");
+  EXPECT_EQ(inspectServing(leaf->cert_pem, leaf->cert_pem).error().message, "no PEM private key");
+  EXPECT_EQ(inspectServing(leaf->cert_pem, ca->key_pem).error().message,
+            "the private key does not match the certificate");
+  // The CA first: the leaf's key is not the first certificate's.
+  EXPECT_FALSE(inspectServing(ca->cert_pem + leaf->cert_pem, leaf->key_pem));
+}
+
 }  // namespace
 }  // namespace kturn::certificate

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "k8s/manifest_files.h"
+#include "operator/clock.h"
 #include "operator/cluster_snapshot.h"
 #include "operator/render_stream.h"
 #include "operator/renderer.h"
@@ -49,6 +50,9 @@ std::string readFile(const fs::path& p) {
 RenderOptions goldenOptions(const fs::path& dir) {
   RenderOptions options;
   options.transitionTime = "2024-01-01T00:00:00Z";
+  // Certificate dates are judged at a fixed time too: the cases' certificates were issued on
+  // 2026-11-29 and are valid for a century.
+  options.now = *parseRfc3339("2027-01-01T00:00:00Z");
   if (fs::exists(dir / "options.yaml")) {
     const YAML::Node node = YAML::LoadFile((dir / "options.yaml").string());
     if (node["referenceGrants"]) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/certificate.h"
 #include "config/serializer.h"
 #include "operator/dependency_index.h"
 #include "operator/renderer.h"
@@ -496,7 +497,10 @@ class RandomCluster {
         if (pick(5) == 0) s["stringData"].erase("password");
       } else {
         s["metadata"] = meta("a", "cert");
-        s["stringData"] = {{"tls.crt", "crt" + pickName()}, {"tls.key", "key"}};
+        // A certificate that loads, or garbage (the listener is left out).
+        static const certificate::PemPair pair = *certificate::issue({.common_name = "c"});
+        s["stringData"] = pick(2) ? Json{{"tls.crt", pair.cert_pem}, {"tls.key", pair.key_pem}}
+                                  : Json{{"tls.crt", "crt" + pickName()}, {"tls.key", "key"}};
       }
       return s;
     }

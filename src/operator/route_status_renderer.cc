@@ -58,8 +58,16 @@ Json routeStatus(const k8s::Route& route, const ClusterRender& cluster,
       c.set(routeCondition(route, cond::kAccepted, ConditionStatus::kTrue, reason::kAccepted,
                            "parent " + id + " accepted the route"));
     } else {
+      // Why the listener the parentRef names (or the first) refuses the route.
       std::string why;
-      if (!gw->listeners.empty()) why = rejectReason(route, p, *gw, gw->listeners[0], snapshot);
+      const auto named = std::find_if(
+          gw->listeners.begin(), gw->listeners.end(),
+          [&](const k8s::GatewayListener& l) { return p.sectionName && l.name == *p.sectionName; });
+      if (p.sectionName && named == gw->listeners.end()) {
+        why = "sectionName " + *p.sectionName + ": the Gateway has no listener of that name";
+      } else if (!gw->listeners.empty()) {
+        why = rejectReason(route, p, *gw, p.sectionName ? *named : gw->listeners[0], snapshot);
+      }
       c.set(routeCondition(
           route, cond::kAccepted, ConditionStatus::kFalse, reason::kNotAllowedByListeners,
           "parent " + id + " rejects the route" + (why.empty() ? "" : ": " + why)));

@@ -122,6 +122,7 @@ struct Flags {
   bool cdsAuth = false;
   std::string cdsTlsSecret;
   std::string cdsTlsSecretNamespace = env("POD_NAMESPACE");
+  std::string cdsTlsCaCertSecret;
   std::string cdsTlsCert, cdsTlsKey, cdsTlsCa;
   std::string cdsTlsHosts;
   bool cdsAllowPlaintext = true;
@@ -153,6 +154,10 @@ void addFlags(CLI::App& app, Flags& f) {
                  "--cds-tls-secret-namespace), which the operator creates when it is missing");
   app.add_option("--cds-tls-secret-namespace", f.cdsTlsSecretNamespace,
                  "namespace of --cds-tls-secret (default: $POD_NAMESPACE)");
+  app.add_option(
+      "--cds-tls-ca-cert-secret", f.cdsTlsCaCertSecret,
+      "with --cds-tls-secret: the Secret (same namespace) the operator keeps the CA's "
+      "certificate alone in, for kturn-auth to mount (default: <--cds-tls-secret>-cert)");
   app.add_option("--cds-tls-cert", f.cdsTlsCert,
                  "serve CDS over TLS with this certificate chain (PEM file) instead");
   app.add_option("--cds-tls-key", f.cdsTlsKey, "the private key of --cds-tls-cert (PEM file)");
@@ -233,6 +238,13 @@ std::optional<int> configureCdsTls(Flags& f, kturn::k8s::ApiClient& client,
     auto ca = kturn::op::loadOrCreateCdsCa(client, f.cdsTlsSecretNamespace, f.cdsTlsSecret);
     if (!ca) {
       logger->critical("{}", ca.error().message);
+      return kFailed;
+    }
+    if (f.cdsTlsCaCertSecret.empty()) f.cdsTlsCaCertSecret = f.cdsTlsSecret + "-cert";
+    if (auto published = kturn::op::publishCdsCaCertificate(client, f.cdsTlsSecretNamespace,
+                                                            f.cdsTlsCaCertSecret, ca->cert_pem);
+        !published) {
+      logger->critical("{}", published.error().message);
       return kFailed;
     }
     std::vector<std::string> hosts = splitComma(f.cdsTlsHosts);

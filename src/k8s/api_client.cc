@@ -1,6 +1,7 @@
 #include "k8s/api_client.h"
 
 #include <cctype>
+#include <thread>
 
 namespace kturn::k8s {
 
@@ -72,25 +73,40 @@ Result<std::unique_ptr<ApiConnection>> ApiClient::connect() const {
 
 Result<ApiResponse> ApiClient::request(const HttpRequest& request) {
   HttpRequest req = request;
-  req.token = token_.current();
-  auto connection = connect();
-  if (!connection) return connection.error();
-  Result<HttpResponse> response = (*connection)->roundTrip(req, timeout_);
-  if (!response) return response.error();
-  ApiResponse out{response->status, Json()};
-  out.body = Json::parse(response->body, nullptr, /*allow_exceptions=*/false);
-  if (out.body.is_discarded() && response->status >= 400) {
+  std::chrono::milliseconds waited{0};
+  for (int retries = 0;; ++retries) {
+    req.token = token_.current();
+    auto connection = connect();
+    if (!connection) return connection.error();
+    Result<HttpResponse> response = (*connection)->roundTrip(req, timeout_);
+    if (!response) return response.error();
+    const bool retryable = response->status == 429 || response->status >= 500;
+    if (!retryable || !response->retryAfterSeconds || retries == kMaxRetries) {
+      return toApiResponse(request, std::move(*response));
+    }
+    const std::chrono::milliseconds wait = std::chrono::seconds(*response->retryAfterSeconds);
+    if (waited + wait > maxRetryWait_) return toApiResponse(request, std::move(*response));
+    connection->reset();
+    std::this_thread::sleep_for(wait);
+    waited += wait;
+  }
+}
+
+Result<ApiResponse> ApiClient::toApiResponse(const HttpRequest& request, HttpResponse response) {
+  ApiResponse out{response.status, Json()};
+  out.body = Json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  if (out.body.is_discarded() && response.status >= 400) {
     // Not every error is a Status: the API server answers a path it does not serve (an API
     // group or version whose CRD is not installed) with a plain-text "404 page not found".
-    std::string text = response->body.substr(0, 200);
+    std::string text = response.body.substr(0, 200);
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
     out.body = {
-        {"kind", "Status"}, {"status", "Failure"}, {"code", response->status}, {"message", text}};
+        {"kind", "Status"}, {"status", "Failure"}, {"code", response.status}, {"message", text}};
     return out;
   }
   if (out.body.is_discarded()) {
     return makeError(Error::Code::kMalformed, request.method + " " + request.target + ": " +
-                                                  std::to_string(response->status) +
+                                                  std::to_string(response.status) +
                                                   ", body is not JSON");
   }
   return out;

@@ -67,11 +67,17 @@ class ApiClient {
   };
   Result<Watch> watch(const ResourceType& type, std::string_view ns, std::string_view query);
 
-  // A raw request (tests, and anything above not covering).
+  // A raw request (tests, and anything above not covering). Every request above goes through
+  // here: a 429, or a 5xx, that carries Retry-After is sent again after that many seconds, up to
+  // 10 times, as client-go's rest client does (the API server sends it before it processes the
+  // request: API Priority and Fairness rejecting a request it has no seat for). The last answer
+  // is returned when the retries run out or the waits would pass maxRetryWait in all.
   Result<ApiResponse> request(const HttpRequest& request);
 
   // Per-request time limit.
   void setTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+  void setMaxRetryWait(std::chrono::milliseconds wait) { maxRetryWait_ = wait; }
+  static constexpr int kMaxRetries = 10;  // client-go's rest.Request default
 
  private:
   explicit ApiClient(RestConfig config);
@@ -80,10 +86,12 @@ class ApiClient {
   // libcrypto writing and comparing the same certificate data from two handshakes), so no
   // OpenSSL object is shared; a context per connection costs a CA parse per list or watch.
   Result<std::unique_ptr<ApiConnection>> connect() const;
+  static Result<ApiResponse> toApiResponse(const HttpRequest& request, HttpResponse response);
 
   const RestConfig config_;
   BearerToken token_;
   std::chrono::milliseconds timeout_{30000};
+  std::chrono::milliseconds maxRetryWait_{60000};
 };
 
 // "a=b" → "a%3Db": a query parameter value.

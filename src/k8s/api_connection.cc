@@ -9,6 +9,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <charconv>
 #include <limits>
 
 namespace kturn::k8s {
@@ -188,7 +189,17 @@ Result<HttpResponse> ApiConnection::roundTrip(const HttpRequest& request,
       },
       timeout);
   if (ec) return ioError(request.method + " " + request.target + ": response", ec);
-  return HttpResponse{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
+  HttpResponse out{static_cast<int>(parser.get().result_int()), std::move(parser.get().body())};
+  if (const auto header = parser.get().find(http::field::retry_after);
+      header != parser.get().end()) {
+    const std::string_view text = header->value();
+    int seconds = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (error == std::errc() && end == text.data() + text.size() && seconds >= 0) {
+      out.retryAfterSeconds = seconds;
+    }
+  }
+  return out;
 }
 
 Result<HttpResponse> ApiConnection::startStream(const HttpRequest& request,

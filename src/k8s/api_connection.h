@@ -34,6 +34,9 @@ struct HttpRequest {
 struct HttpResponse {
   int status = 0;
   std::string body{};
+  // The Retry-After header, when it is a number of seconds (what the API server sends with 429s
+  // of API Priority and Fairness and with some 5xx).
+  std::optional<int> retryAfterSeconds{};
 };
 
 // A client TLS context for `config`: TLS 1.2+, the CA bundle (or the system store), the client

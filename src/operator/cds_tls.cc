@@ -64,6 +64,45 @@ Result<certificate::PemPair> loadOrCreateCdsCa(k8s::ApiClient& client, const std
   return makeError(Error::Code::kIo, where + ": neither found nor created");
 }
 
+Result<void> publishCdsCaCertificate(k8s::ApiClient& client, const std::string& ns,
+                                     const std::string& name, const std::string& certPem) {
+  const std::string where = "CDS CA certificate Secret " + ns + "/" + name;
+  Json secret = {{"apiVersion", "v1"},
+                 {"kind", "Secret"},
+                 {"metadata",
+                  {{"name", name},
+                   {"namespace", ns},
+                   {"labels", {{"app.kubernetes.io/managed-by", "kturn-operator"}}}}},
+                 {"type", "Opaque"},
+                 {"data", {{kCaCertKey, config::encodeBase64(certPem)}}}};
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto got = client.get(k8s::resources::secret(), ns, name);
+    if (!got) return makeError(got.error().code, where + ": " + got.error().message);
+    if (!got->ok() && got->status != 404) {
+      return makeError(Error::Code::kIo, where + ": " + got->describe());
+    }
+    if (got->ok()) {
+      const Json data = got->body.value("data", Json::object());
+      if (data.size() == 1 && data.value(kCaCertKey, "") == secret["data"][kCaCertKey]) return {};
+      // Another CA's certificate (or a key beside it): replace the whole Secret, at the version
+      // read, so that a replica racing with another CA loses with a 409 and reads again.
+      secret["metadata"]["resourceVersion"] = got->body["metadata"].value("resourceVersion", "");
+    } else {
+      secret["metadata"].erase("resourceVersion");
+    }
+    auto written = got->ok() ? client.update(k8s::resources::secret(), secret)
+                             : client.create(k8s::resources::secret(), secret);
+    if (!written) return makeError(written.error().code, where + ": " + written.error().message);
+    if (written->ok()) {
+      log::scope("operator")->info("{}: {}", where, got->ok() ? "replaced" : "created");
+      return {};
+    }
+    if (written->status != 409)
+      return makeError(Error::Code::kIo, where + ": " + written->describe());
+  }
+  return makeError(Error::Code::kIo, where + ": conflicting writes");
+}
+
 std::vector<std::string> cdsServingHosts(const std::string& host) {
   std::vector<std::string> hosts = {host};
   // <svc>.<ns>.svc[.cluster.local]: a client may use any of the forms.

@@ -2,7 +2,8 @@
 // dataplane pods and kturn-auth verify it against.
 //
 // Managed (--cds-tls-secret): the CA lives in a Secret of the operator's namespace (`ca.crt`,
-// `ca.key`), made by the first replica that finds none; every replica signs its own serving
+// `ca.key`), made by the first replica that finds none, its certificate alone in a second Secret
+// (--cds-tls-ca-cert-secret); every replica signs its own serving
 // certificate from it at start (in memory only) and renews it long before it expires. The CA's
 // certificate, which is public, is what the operator hands the dataplane pods (KTURN_CDS_CA).
 // From files (--cds-tls-cert, --cds-tls-key, --cds-tls-ca): a certificate someone else manages,
@@ -25,6 +26,13 @@ namespace kturn::op {
 // that loses the race to create it reads the winner's). Errors name the Secret.
 Result<certificate::PemPair> loadOrCreateCdsCa(k8s::ApiClient& client, const std::string& ns,
                                                const std::string& name);
+
+// The CA's certificate alone, in Secret ns/name (key ca.crt), for what must trust the CA but never
+// sign with it: kturn-auth mounts this one, so the nodes it runs on never receive the CA's key
+// (the kubelet fetches a mounted Secret whole, whatever items the pod picks). Created when
+// missing, replaced when it holds another certificate (a new CA). Errors name the Secret.
+Result<void> publishCdsCaCertificate(k8s::ApiClient& client, const std::string& ns,
+                                     const std::string& name, const std::string& certPem);
 
 // The names a serving certificate for the CDS address `host` ("kturn-config-discovery.
 // kturn-system.svc", an IP, ...) carries: the host itself and, for a Service name

@@ -91,8 +91,31 @@ Json container(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOpt
   return c;
 }
 
+// stunnerd's (and kturnd's) -c k8s: the config discovery server found through the Kubernetes API,
+// the one case in which the dataplane talks to the API server. pflag's spellings: "-c k8s",
+// "-c=k8s", "-ck8s", "--config k8s", "--config=k8s".
+bool findsCdsThroughApi(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    const bool next = i + 1 < argv.size() && argv[i + 1] == "k8s";
+    if (((a == "-c" || a == "--config") && next) || a == "-c=k8s" || a == "-ck8s" ||
+        a == "--config=k8s") {
+      return true;
+    }
+  }
+  return false;
+}
+
 Json podSpec(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptions& options) {
   Json spec = {{"containers", Json::array({container(gw, dp, options)})}};
+  // No API token in a pod that never calls the API server (STUNner's Deployments mount the
+  // default ServiceAccount's): a dataplane pod is the one exposed to the internet.
+  const std::vector<std::string>& command =
+      dp.command.empty() ? options.dataplaneCommand : dp.command;
+  const std::vector<std::string>& args = dp.args.empty() ? options.dataplaneArgs : dp.args;
+  if (!findsCdsThroughApi(command) && !findsCdsThroughApi(args)) {
+    spec["automountServiceAccountToken"] = false;
+  }
   spec["terminationGracePeriodSeconds"] =
       dp.terminationGracePeriodSeconds.value_or(kTerminationGraceSeconds);
   if (dp.hostNetwork) spec["hostNetwork"] = true;

@@ -15,6 +15,7 @@
 #include "cli/test_support.h"  // tests/cli
 #include "k8s/api_client.h"
 #include "k8s/rest_config.h"
+#include "k8s/scripted_api_server.h"
 #include "operator/watched_cluster.h"
 #include "support/control_plane.h"
 
@@ -224,6 +225,27 @@ contexts: [{name: down, context: {cluster: down, user: u}}]
                               0),
             0u)
       << cluster.err;
+}
+
+// An API server that throttles (429 with Retry-After, API Priority and Fairness) is asked again,
+// as kubectl and STUNner's client-go tools do: the render goes on.
+TEST(RenderCommandTest, AThrottledListIsSentAgain) {
+  kturn::testing::ScriptedApiServer server(
+      {{.status = 429, .retryAfter = "0"}, {.status = 429, .retryAfter = "0"}});
+  kturn::cli::testing::TempFile kubeconfig(R"(apiVersion: v1
+kind: Config
+current-context: busy
+clusters: [{name: busy, cluster: {server: ")" +
+                                           server.url() + R"("}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: busy, context: {cluster: busy, user: u}}]
+)");
+  const Rendered cluster = renderCluster(kubeconfig.path(), "");
+  EXPECT_EQ(cluster.status, kRenderOk) << cluster.err;
+  const auto seen = server.seen();
+  const size_t kinds = op::WatchedCluster::kinds().size();
+  ASSERT_EQ(seen.size(), kinds + 2);
+  EXPECT_EQ(seen[0].target, seen[2].target);  // the first list, sent three times
 }
 
 // A kubeconfig that cannot be read or used is bad input, as an unreadable -f is.

@@ -638,9 +638,15 @@ class RbacTest(unittest.TestCase):
                                      set(rule["verbs"]))
                     if "secrets" in rule["resources"]:
                         if role.endswith("-cds-ca"):  # the operator's own CA, in its namespace
-                            self.assertTrue(set(rule["verbs"]) == {"create"} or
-                                            (set(rule["verbs"]) == {"get"} and
-                                             rule.get("resourceNames")))
+                            # create (cannot be limited to a name); get of the CA; get and
+                            # update of the CA's certificate Secret, by name.
+                            names = rule.get("resourceNames") or []
+                            self.assertTrue(
+                                set(rule["verbs"]) == {"create"} or
+                                (set(rule["verbs"]) == {"get"} and names) or
+                                (set(rule["verbs"]) == {"get", "update"} and
+                                 names == [value(case, "operator", "cds", "tls",
+                                                 "caCertSecret")]))
                         else:
                             self.assertLessEqual(set(rule["verbs"]), {"list", "watch"})
 
@@ -681,8 +687,12 @@ class RbacTest(unittest.TestCase):
                 self.assertEqual(os.path.join(mounts["cds-token"], token["path"]),
                                  args["--cds-token-file"])
                 ca = volumes["cds-ca"]["secret"]
+                # The Secret of the certificate alone: the kubelet fetches a mounted Secret
+                # whole, so the CA's own Secret (with its key) must not be mounted here.
                 self.assertEqual(ca["secretName"], value(case, "operator", "cds", "tls",
-                                                         "caSecret"))
+                                                         "caCertSecret"))
+                self.assertNotEqual(ca["secretName"], value(case, "operator", "cds", "tls",
+                                                            "caSecret"))
                 # The certificate only: the CA's key stays with the operator.
                 self.assertEqual(ca["items"], [{"key": "ca.crt", "path": "ca.crt"}])
                 self.assertEqual(os.path.join(mounts["cds-ca"], "ca.crt"), args["--cds-ca-file"])
@@ -690,7 +700,9 @@ class RbacTest(unittest.TestCase):
                     "spec"]["template"]["spec"]["containers"][0]["args"])
                 self.assertIn("--cds-auth", operator_args)
                 self.assertEqual(operator_args["--cds-token-audience"], token["audience"])
-                self.assertEqual(operator_args["--cds-tls-secret"], ca["secretName"])
+                self.assertEqual(operator_args["--cds-tls-secret"],
+                                 value(case, "operator", "cds", "tls", "caSecret"))
+                self.assertEqual(operator_args["--cds-tls-ca-cert-secret"], ca["secretName"])
                 self.assertEqual(operator_args["--cds-tls-secret-namespace"], NAMESPACE)
         off = helm.objects(helm.template(CHART, RELEASE, NAMESPACE, sets=[
             "operator.cds.auth.enabled=false", "operator.cds.tls.enabled=false"]))

@@ -78,6 +78,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     scope = cp.Scope()
     h.register_cleanup(scope.delete)
     system_ns = scope.ns("kturn-system")
+    # A certificate Secret left over from another CA: the operator must put its own in.
+    scope.kubectl("create", "secret", "generic", "kturn-cds-ca-cert", "-n", system_ns,
+                  "--from-literal=ca.crt=another CA", "--from-literal=ca.key=not for kturn-auth")
     operator = h.Proc("kturn-operator", [
         os.path.abspath(args.operator), "--kubeconfig",
         scope.service_account_kubeconfig("kturn-operator"), "--controller-name",
@@ -102,6 +105,13 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     secret = op.wait_for("the CDS CA Secret", lambda: scope.get("secret", "kturn-cds-ca",
                                                                 "kturn-system"), procs=procs)
     h.check(set(secret["data"]) == {"ca.crt", "ca.key"}, f"CA Secret keys: {sorted(secret['data'])}")
+    # The certificate alone, for kturn-auth to mount: the stale one replaced, with no key in it.
+    cert = op.wait_for("the CDS CA certificate Secret", lambda: (lambda s: s if s and s.get(
+        "data", {}).get("ca.crt") == secret["data"]["ca.crt"] else None)(
+            scope.get("secret", "kturn-cds-ca-cert", "kturn-system")), procs=procs)
+    h.check(set(cert["data"]) == {"ca.crt"}, f"CA certificate Secret keys: {sorted(cert['data'])}")
+    print("CDS CA: kturn-cds-ca (ca.crt, ca.key); kturn-cds-ca-cert (ca.crt, the same, replaced "
+          "the stale one)")
     dep = op.wait_for("the Gateway's Deployment",
                       lambda: scope.get("deployment", op.GW_NAME, "media"), procs=procs)
     env = env_of(dep)

@@ -180,8 +180,13 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         h.check(refused, f"the operator's token could {what}: {out.strip()[:300]}")
         print(f"  the operator's token may not {what}: "
               f"{'no' if out.strip() == 'no' else 'Forbidden'}")
+    cert = scope.get("secret", "kturn-cds-ca-cert", "kturn-system")
+    h.check(cert is not None and set(cert["data"]) == {"ca.crt"},
+            f"the CDS CA certificate Secret kturn-auth mounts: {cert and sorted(cert['data'])}")
     for what, argv in [("list Secrets everywhere", ["auth", "can-i", "list", "secrets", "-A"]),
-                       ("get its CDS CA", ["get", "secret", "kturn-cds-ca", "-n", ns])]:
+                       ("get its CDS CA", ["get", "secret", "kturn-cds-ca", "-n", ns]),
+                       ("get its CDS CA certificate",
+                        ["get", "secret", "kturn-cds-ca-cert", "-n", ns])]:
         out = scope.kubectl(*argv, kubeconfig=kubeconfig, check=False, stderr=True)
         h.check("forbidden" not in out.lower() and out.strip() != "no",
                 f"the operator's token may not {what}: {out.strip()[:300]}")

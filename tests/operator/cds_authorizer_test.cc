@@ -242,7 +242,7 @@ TEST_F(CdsAuthorizerTest, APodOfAnotherNamespaceOrOfAnotherWorkloadIsRefused) {
 
 TEST_F(CdsAuthorizerTest, ATokenForAnotherAudienceIsRefused) {
   // The audience the API server takes for its own tokens, and one made up.
-  for (const std::string audience : {std::string(kIssuer), std::string("kturn-cds-not")}) {
+  for (const std::string& audience : {std::string(kIssuer), std::string("kturn-cds-not")}) {
     const cds::Decision refused =
         decide(token(media_, "default", audience, pod_), Verb::kGet, media_, "gw");
     EXPECT_FALSE(refused.authenticated) << audience;

@@ -361,6 +361,32 @@ TEST(Renderer, NamedDataplaneMustExistButDefaultIsBuiltIn) {
   EXPECT_EQ(container["image"], RenderOptions{}.dataplaneImage);
 }
 
+// The dataplane pods get no API token, except with stunnerd's -c k8s (the config discovery
+// server found through the Kubernetes API), in any of pflag's spellings.
+TEST(Renderer, DataplanePodsGetNoApiTokenUnlessTheyFindCdsThroughTheApi) {
+  auto automount = [](const std::string& args) {
+    std::string platform = kPlatform;
+    platform.replace(platform.find("sharedSecret: s}"), 16, "sharedSecret: s, dataplane: custom}");
+    platform +=
+        "apiVersion: stunner.l7mp.io/v1\nkind: Dataplane\nmetadata: {name: custom}\n"
+        "spec: {image: stunnerd, args: " +
+        args + "}\n---\n";
+    const RenderResult r = renderYaml(platform + std::string(kGateway));
+    return r.gateways.at(0).deployment->body()["spec"]["template"]["spec"].value(
+        "automountServiceAccountToken", true);
+  };
+  EXPECT_FALSE(automount("[-w, --udp-thread-num=16]"));
+  EXPECT_FALSE(automount("[-c, /etc/stunnerd/stunnerd.conf]"));
+  for (const char* k8s : {"[-c, k8s]", "[--config, k8s]", "[-c=k8s]", "[--config=k8s]", "[-ck8s]",
+                          "[-l, all:INFO, -c, k8s]"}) {
+    EXPECT_TRUE(automount(k8s)) << k8s;
+  }
+  const RenderResult builtin = renderYaml(kPlatform + std::string(kGateway));
+  EXPECT_EQ(builtin.gateways[0]
+                .deployment->body()["spec"]["template"]["spec"]["automountServiceAccountToken"],
+            false);
+}
+
 TEST(Renderer, BackendPortRangeIsAppendedToEveryEndpoint) {
   std::string gw = kGateway;
   gw.replace(gw.find("{name: svc}"), 11, "{name: svc, port: 5000, endPort: 5010}");

@@ -91,7 +91,8 @@ Result<UdpSocket> UdpSocket::bind(const TransportAddress& local, const UdpSocket
 }
 
 Result<UdpSocket> UdpSocket::bindInRange(const IpAddress& ip, uint16_t min_port, uint16_t max_port,
-                                         const UdpSocketOptions& opts, uint32_t start_hint) {
+                                         const UdpSocketOptions& opts, uint32_t start_hint,
+                                         bool even_only) {
   if (min_port == 0 || min_port > max_port) {
     return makeError(Error::Code::kInvalidArgument, "port range " + std::to_string(min_port) + "-" +
                                                         std::to_string(max_port) +
@@ -104,6 +105,7 @@ Result<UdpSocket> UdpSocket::bindInRange(const IpAddress& ip, uint16_t min_port,
   const uint32_t first = start_hint % size;
   for (uint32_t i = 0; i < size; ++i) {
     const TransportAddress local{ip, static_cast<uint16_t>(min_port + (first + i) % size)};
+    if (even_only && local.port % 2 != 0) continue;
     const int err = bindTo(fd->get(), local);
     if (err == EADDRINUSE) continue;
     if (err != 0) return ioError("bind " + local.toString(), err);
@@ -111,9 +113,10 @@ Result<UdpSocket> UdpSocket::bindInRange(const IpAddress& ip, uint16_t min_port,
     if (!bound) return bound.error();
     return UdpSocket(std::move(*fd), *bound);
   }
-  return makeError(Error::Code::kExhausted, "no free UDP port on " + ip.toString() + " in " +
-                                                std::to_string(min_port) + "-" +
-                                                std::to_string(max_port));
+  return makeError(Error::Code::kExhausted,
+                   std::string(even_only ? "no free even UDP port on " : "no free UDP port on ") +
+                       ip.toString() + " in " + std::to_string(min_port) + "-" +
+                       std::to_string(max_port));
 }
 
 }  // namespace kturn::net

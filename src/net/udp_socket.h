@@ -46,9 +46,11 @@ class UdpSocket {
   // Binds to the first free port of [min_port, max_port], trying min_port + start_hint % size
   // first and wrapping around, so that callers spreading allocations over a configured relay
   // range (RFC 8656 §7.2 item 8) can pass a random or rotating hint. Returns kExhausted when every
-  // port is in use, kInvalidArgument for an empty range or min_port 0.
+  // port is in use, kInvalidArgument for an empty range or min_port 0. `even_only`: even ports
+  // only (EVEN-PORT), the odd ones skipped without a bind.
   static Result<UdpSocket> bindInRange(const IpAddress& ip, uint16_t min_port, uint16_t max_port,
-                                       const UdpSocketOptions& opts, uint32_t start_hint);
+                                       const UdpSocketOptions& opts, uint32_t start_hint,
+                                       bool even_only = false);
 
   // An empty socket (fd() == -1), to be assigned a bound one.
   UdpSocket() = default;

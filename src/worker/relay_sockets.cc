@@ -51,19 +51,27 @@ Result<net::UdpSocket> RelaySockets::bindRelay(const ListenerSpec* listener, con
                                                net::UdpSocket* next) {
   net::UdpSocketOptions options;
   options.gro = gro_;
-  for (int attempt = 0; attempt < kEvenPortTries; ++attempt) {
+  even = even || next != nullptr;
+  // In a relay port range each try scans on from where the last one stopped, even ports only
+  // when asked: the whole window is searched once at most (a pair's successor taken moves the
+  // search past it). The kernel's choice, without a range, is retried until it is even.
+  const bool ranged = listener != nullptr && listener->min_relay_port != 0;
+  const uint32_t span = ranged ? listener->max_relay_port - listener->min_relay_port + 1u : 0;
+  const uint32_t tries = ranged ? span / 2 + 1 : kEvenPortTries;
+  uint32_t hint = next_hint_++;
+  for (uint32_t attempt = 0; attempt < tries; ++attempt) {
     Result<net::UdpSocket> socket =
-        listener != nullptr && listener->min_relay_port != 0
-            ? net::UdpSocket::bindInRange(ip, listener->min_relay_port, listener->max_relay_port,
-                                          options, next_hint_++)
-            : net::UdpSocket::bind(TransportAddress{ip, 0}, options);
+        ranged ? net::UdpSocket::bindInRange(ip, listener->min_relay_port, listener->max_relay_port,
+                                             options, hint, even)
+               : net::UdpSocket::bind(TransportAddress{ip, 0}, options);
     if (!socket) return socket;
-    if (even && socket->localAddress().port % 2 != 0) continue;
+    const uint16_t port = socket->localAddress().port;
+    if (even && port % 2 != 0) continue;
     if (next != nullptr) {
-      // EVEN-PORT with R: the port after must be free too (held for the RESERVATION-TOKEN). If
-      // it is taken (say, reserved for another client) try another even port.
-      const uint16_t port = socket->localAddress().port;
-      if (port == 65535) continue;
+      // EVEN-PORT with R: the port after must be free too (held for the RESERVATION-TOKEN), and
+      // in the range. If it is not (say, reserved for another client) try the next even port.
+      hint = ranged ? port - listener->min_relay_port + 2u : hint;
+      if (port == 65535 || (ranged && port == listener->max_relay_port)) continue;
       auto reserved = net::UdpSocket::bind(TransportAddress{ip, uint16_t(port + 1)}, {});
       if (!reserved) continue;
       *next = std::move(*reserved);

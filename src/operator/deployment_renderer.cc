@@ -33,8 +33,8 @@ k8s::StringMap asMap(const Json& j) {
   return out;
 }
 
-Json probe(const char* path) {
-  return {{"httpGet", {{"path", path}, {"port", 8086}, {"scheme", "HTTP"}}},
+Json probe(const char* path, int port) {
+  return {{"httpGet", {{"path", path}, {"port", port}, {"scheme", "HTTP"}}},
           {"timeoutSeconds", 1},
           {"periodSeconds", 15},
           {"successThreshold", 1},
@@ -47,7 +47,8 @@ bool cdsAuthenticated(const k8s::Gateway& gw, const RenderOptions& options) {
   return options.cdsAuth.enabled && !cdsOpen(gw);
 }
 
-Json container(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptions& options) {
+Json container(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptions& options,
+               const AdminPorts& ports) {
   const bool authenticated = cdsAuthenticated(gw, options);
   const bool tls = authenticated && !options.cdsAuth.caPem.empty();
   Json env = Json::array({
@@ -73,14 +74,14 @@ Json container(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOpt
             {"args", dp.args.empty() ? options.dataplaneArgs : dp.args}};
   if (dp.envFrom) c["envFrom"] = *dp.envFrom;
   c["env"] = std::move(env);
-  c["ports"] =
-      Json::array({{{"name", "metrics-port"}, {"containerPort", 8080}, {"protocol", "TCP"}}});
+  c["ports"] = Json::array(
+      {{{"name", "metrics-port"}, {"containerPort", ports.metrics}, {"protocol", "TCP"}}});
   c["resources"] = dp.resources
                        ? *dp.resources
                        : Json{{"limits", {{"memory", "20M"}}}, {"requests", {{"cpu", "250m"}}}};
   if (!dp.disableHealthCheck) {
-    c["livenessProbe"] = probe("/live");
-    c["readinessProbe"] = probe("/ready");
+    c["livenessProbe"] = probe("/live", ports.health);
+    c["readinessProbe"] = probe("/ready", ports.health);
   }
   c["imagePullPolicy"] = dp.imagePullPolicy.value_or("Always");
   if (dp.containerSecurityContext) c["securityContext"] = *dp.containerSecurityContext;
@@ -106,8 +107,9 @@ bool findsCdsThroughApi(const std::vector<std::string>& argv) {
   return false;
 }
 
-Json podSpec(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptions& options) {
-  Json spec = {{"containers", Json::array({container(gw, dp, options)})}};
+Json podSpec(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptions& options,
+             const AdminPorts& ports) {
+  Json spec = {{"containers", Json::array({container(gw, dp, options, ports)})}};
   // No API token in a pod that never calls the API server (STUNner's Deployments mount the
   // default ServiceAccount's): a dataplane pod is the one exposed to the internet.
   const std::vector<std::string>& command =
@@ -196,8 +198,19 @@ k8s::Dataplane builtinDataplane(const RenderOptions& options) {
   return dp;
 }
 
+AdminPorts adminPorts(const k8s::Gateway& gw, const k8s::Dataplane& dp, std::optional<int> health) {
+  if (health) return {.health = *health, .metrics = *health + 1};
+  if (!dp.hostNetwork) return {};
+  uint32_t hash = 2166136261u;  // FNV-1a, 32 bits: stable across versions and platforms
+  for (const char c : gw.meta.key().str()) {
+    hash = (hash ^ static_cast<uint8_t>(c)) * 16777619u;
+  }
+  const int port = 18000 + 2 * static_cast<int>(hash % 1000);
+  return {.health = port, .metrics = port + 1};
+}
+
 k8s::Object renderDeployment(const k8s::Gateway& gw, const k8s::Dataplane& dp,
-                             const RenderOptions& options) {
+                             const RenderOptions& options, const AdminPorts& ports) {
   k8s::StringMap gwLabels = gw.meta.labels;
   for (const std::string& key : options.labelFilter) gwLabels.erase(key);
   const k8s::StringMap ownLabels = {{std::string(kOwnedByLabel), std::string(kOwnedByValue)},
@@ -214,7 +227,7 @@ k8s::Object renderDeployment(const k8s::Gateway& gw, const k8s::Dataplane& dp,
   Json templ = {{"metadata",
                  {{"labels", mergedMap({dp.labels, asMap(podLabels(gw))})},
                   {"annotations", mergedMap({dp.annotations, ownAnnotations})}}},
-                {"spec", podSpec(gw, dp, options)}};
+                {"spec", podSpec(gw, dp, options, ports)}};
   Json spec = {{"selector", selector(gw)}};
   if (!daemonSet && dp.replicas) spec["replicas"] = *dp.replicas;
   spec["template"] = std::move(templ);

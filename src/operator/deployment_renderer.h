@@ -18,6 +18,7 @@
 // With Dataplane spec.dataplaneResource: DaemonSet the same pod template goes into a DaemonSet.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,14 +27,28 @@
 #include "k8s/object.h"
 #include "k8s/stunner_api.h"
 #include "operator/render_options.h"
+#include "operator/well_known.h"
 
 namespace kturn::op {
 
 // Whether the Gateway opts out of authenticated config discovery (kCdsAuthAnnotation: none).
 bool cdsOpen(const k8s::Gateway& gateway);
 
+// The ports of a Gateway's kturnd admin endpoints: health (/live, /ready, the probes) and
+// metrics. STUNner's 8086 and 8080, except where the pods of several Gateways may share a node's
+// ports: a hostNetwork Dataplane's pods get a pair of the Gateway's own, derived from its
+// namespace and name (health 18000 + 2 * (FNV-1a % 1000), metrics the next port), so two such
+// Gateways on one node do not clash. kturn.io/health-check-port (`health`) sets the health port
+// of any Gateway, metrics on the next one.
+struct AdminPorts {
+  int health = kHealthCheckPort;
+  int metrics = kMetricsPort;
+};
+AdminPorts adminPorts(const k8s::Gateway& gateway, const k8s::Dataplane& dataplane,
+                      std::optional<int> health);
+
 k8s::Object renderDeployment(const k8s::Gateway& gateway, const k8s::Dataplane& dataplane,
-                             const RenderOptions& options);
+                             const RenderOptions& options, const AdminPorts& ports = {});
 
 // The Dataplane used when the cluster has none named "default": what STUNner's Helm chart
 // installs, with the image and command of RenderOptions.

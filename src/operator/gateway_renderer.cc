@@ -44,13 +44,17 @@ Json listenerStatus(const std::string& name, int attached, const Conditions& con
           {"conditions", conditions.toJson(options.transitionTime)}};
 }
 
-config::Admin renderAdmin(const k8s::Gateway& gw, const ClassContext& ctx) {
+config::Admin renderAdmin(const k8s::Gateway& gw, const ClassContext& ctx,
+                          const AdminPorts& ports) {
   config::Admin admin;
   admin.name = gw.meta.key().str();  // managed mode: the config is named after its Gateway
   admin.loglevel = ctx.gatewayConfig->logLevel.value_or("all:INFO");
-  if (ctx.dataplane.enableMetricsEndpoint) admin.metrics_endpoint = kMetricsEndpoint;
+  // STUNner's endpoints, "http://:8080/metrics" and "http://:8086", at the Gateway's ports.
+  if (ctx.dataplane.enableMetricsEndpoint) {
+    admin.metrics_endpoint = "http://:" + std::to_string(ports.metrics) + "/metrics";
+  }
   admin.healthcheck_endpoint =
-      ctx.dataplane.disableHealthCheck ? std::string() : std::string(kHealthCheckEndpoint);
+      ctx.dataplane.disableHealthCheck ? std::string() : "http://:" + std::to_string(ports.health);
   // Beyond STUNner's open-source operator, which leaves userQuota unused: kturnd enforces it.
   admin.user_quota = static_cast<int>(std::max<int64_t>(0, ctx.gatewayConfig->userQuota));
   admin.offload_engine = ctx.dataplane.offloadEngine;
@@ -263,7 +267,8 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
   ServiceRender svc = renderService(gw, *ctx.gatewayConfig, valid);
   std::optional<k8s::Service> pub = publicService(gw, snapshot, svc.service);
 
-  config::StunnerConfig conf{.version = "v1", .admin = renderAdmin(gw, ctx), .auth = *auth};
+  const AdminPorts ports = adminPorts(gw, ctx.dataplane, annotations->health_check_port);
+  config::StunnerConfig conf{.version = "v1", .admin = renderAdmin(gw, ctx, ports), .auth = *auth};
   conf.admin.capacity = annotations->capacity;
   conf.admin.region = annotations->region;
   Json listenerStatuses = Json::array();
@@ -331,8 +336,8 @@ GatewayRender renderGateway(const k8s::Gateway& gw, const ClassContext& ctx,
   out.output.cds_open = cdsOpen(gw);
   auto disabled = gw.meta.annotations.find(std::string(kDisableManagedDataplaneAnnotation));
   if (disabled == gw.meta.annotations.end() || disabled->second != "true") {
-    out.output.deployment = renderDeployment(gw, ctx.dataplane, options);
-    out.output.networkPolicy = renderNetworkPolicy(gw, ctx.dataplane, options);
+    out.output.deployment = renderDeployment(gw, ctx.dataplane, options, ports);
+    out.output.networkPolicy = renderNetworkPolicy(gw, ctx.dataplane, options, ports);
   }
   Json addresses = Json::array();
   if (lastAddress)

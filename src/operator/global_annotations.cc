@@ -62,6 +62,11 @@ Result<GlobalAnnotations> readGlobalAnnotations(const k8s::ObjectMeta& meta) {
     any = any || *read;
   }
   if (any) out.capacity = capacity;
+  // 1024 and up: the pods bind it without privileges; the metrics port after it must exist.
+  int healthPort = 0;
+  auto health = readInt(meta.annotations, kHealthCheckPortAnnotation, {1024, 65534}, healthPort);
+  if (!health) return health.error();
+  if (*health) out.health_check_port = healthPort;
 
   if (const auto it = meta.annotations.find(std::string(kAlternateAddressesAnnotation));
       it != meta.annotations.end()) {

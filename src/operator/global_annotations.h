@@ -7,6 +7,8 @@
 //                                      every one of them at the listener's own port
 //   kturn.io/alternate-domain          every TLS and DTLS listener's alternate_domain
 //   kturn.io/region                    admin.region: kturn-auth's ICE server order, metrics
+//   kturn.io/health-check-port         the health port of the Gateway's kturnd pods (metrics on
+//                                      the next one): see AdminPorts
 // STUNner has no such annotations; its Gateways render exactly as before.
 #pragma once
 
@@ -29,12 +31,14 @@ inline constexpr std::string_view kCapacityResumePercentAnnotation =
 inline constexpr std::string_view kAlternateAddressesAnnotation = "kturn.io/alternate-addresses";
 inline constexpr std::string_view kAlternateDomainAnnotation = "kturn.io/alternate-domain";
 inline constexpr std::string_view kRegionAnnotation = "kturn.io/region";
+inline constexpr std::string_view kHealthCheckPortAnnotation = "kturn.io/health-check-port";
 
 struct GlobalAnnotations {
   std::optional<config::Capacity> capacity;  // set when any capacity annotation is
   std::vector<IpAddress> alternate_addresses;
   std::string alternate_domain;
   std::string region;
+  std::optional<int> health_check_port;
 
   // "IP:port" (or "[IPv6]:port") of each alternate address at `port`.
   std::vector<std::string> alternateServers(int port) const;

@@ -1,5 +1,7 @@
 #include "operator/network_policy_renderer.h"
 
+#include <algorithm>
+
 #include "operator/service_renderer.h"
 #include "operator/well_known.h"
 
@@ -8,9 +10,6 @@ namespace {
 
 using k8s::Json;
 
-constexpr int64_t kMetricsPort = 8080;  // kMetricsEndpoint
-constexpr int64_t kHealthPort = 8086;   // kHealthCheckEndpoint
-
 Json range(const char* protocol, int64_t from, int64_t to) {
   return {{"protocol", protocol}, {"port", from}, {"endPort", to}};
 }
@@ -18,14 +17,18 @@ Json range(const char* protocol, int64_t from, int64_t to) {
 }  // namespace
 
 std::optional<k8s::Object> renderNetworkPolicy(const k8s::Gateway& gw, const k8s::Dataplane& dp,
-                                               const RenderOptions& options) {
+                                               const RenderOptions& options,
+                                               const AdminPorts& ports) {
   if (!options.dataplaneNetworkPolicy || dp.hostNetwork) return std::nullopt;
-  // Every port but the admin ones, which lie in between: [1, 8079], [8081, 8085], [8087, 65535].
-  const Json open = Json::array(
-      {range("UDP", kMinPort, kMaxPort), range("TCP", kMinPort, kMetricsPort - 1),
-       range("TCP", kMetricsPort + 1, kHealthPort - 1), range("TCP", kHealthPort + 1, kMaxPort)});
-  const Json admin = Json::array({{{"protocol", "TCP"}, {"port", kHealthPort}},
-                                  {{"protocol", "TCP"}, {"port", kMetricsPort}}});
+  // Every port but the admin ones, which lie in between: by default [1, 8079], [8081, 8085],
+  // [8087, 65535]; no range where they are neighbours.
+  const int64_t low = std::min(ports.health, ports.metrics);
+  const int64_t high = std::max(ports.health, ports.metrics);
+  Json open = Json::array({range("UDP", kMinPort, kMaxPort), range("TCP", kMinPort, low - 1)});
+  if (high - low > 1) open.push_back(range("TCP", low + 1, high - 1));
+  open.push_back(range("TCP", high + 1, kMaxPort));
+  const Json admin = Json::array({{{"protocol", "TCP"}, {"port", ports.health}},
+                                  {{"protocol", "TCP"}, {"port", ports.metrics}}});
   const Json monitoring = Json::array(
       {{{"namespaceSelector",
          {{"matchLabels", {{"kubernetes.io/metadata.name", options.metricsNamespace}}}}}}});

@@ -46,8 +46,10 @@ inline constexpr std::string_view kDefaultControllerName = "stunner.l7mp.io/gate
 inline constexpr std::string_view kDefaultDataplaneName = "default";
 inline constexpr std::string_view kStunnerdContainerName = "stunner-daemon";
 inline constexpr std::string_view kListenerAddress = "$STUNNER_ADDR";  // the pod IP at runtime
-inline constexpr std::string_view kMetricsEndpoint = "http://:8080/metrics";
-inline constexpr std::string_view kHealthCheckEndpoint = "http://:8086";
+// STUNner's admin endpoints of the dataplane, "http://:8080/metrics" and "http://:8086"; a
+// Gateway's own ports may differ (AdminPorts, deployment_renderer.h).
+inline constexpr int kMetricsPort = 8080;
+inline constexpr int kHealthCheckPort = 8086;
 inline constexpr std::string_view kHealthCheckPortName = "gateway-health-check";
 inline constexpr int64_t kTerminationGraceSeconds = 3600;
 inline constexpr int kMinPort = 1;

@@ -908,7 +908,7 @@ class MonitoringTest(unittest.TestCase):
         app_label = re.search(r'kAppLabel = "([^"]+)"', well_known).group(1)
         app_value = re.search(r'kAppValue = "([^"]+)"', well_known).group(1)
         gateway_label = re.search(r'kRelatedGatewayName =\s*"([^"]+)"', well_known).group(1)
-        metrics_port = re.search(r'\{"name", "([^"]+)"\}, \{"containerPort", 8080\}',
+        metrics_port = re.search(r'\{"name", "([^"]+)"\},\s*\{"containerPort", ports\.metrics\}',
                                  read("src/operator/deployment_renderer.cc")).group(1)
         monitor = component(FULL, "PodMonitor", f"{RELEASE}-dataplane")["spec"]
         self.assertEqual(monitor["selector"]["matchLabels"], {app_label: app_value})

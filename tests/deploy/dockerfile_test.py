@@ -247,8 +247,8 @@ class DockerfileTest(unittest.TestCase):
             self.assertIn(f"{VALUES['operator'][port]['port']}/tcp", exposed["kturn-operator"])
         self.assertIn(f"{VALUES['auth']['port']}/tcp", exposed["kturn-auth"])
         well_known = read("src/operator/well_known.h")
-        for endpoint in ("kMetricsEndpoint", "kHealthCheckEndpoint"):
-            port = re.search(rf'{endpoint} = "http://:(\d+)', well_known).group(1)
+        for constant in ("kMetricsPort", "kHealthCheckPort"):
+            port = re.search(rf'{constant} = (\d+);', well_known).group(1)
             self.assertIn(f"{port}/tcp", exposed["kturnd"])
 
     def test_build_commands_name_the_charts_images(self):

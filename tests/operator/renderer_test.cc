@@ -286,6 +286,83 @@ TEST(Renderer, DataplaneNetworkPolicyOpensTurnAndRelaysAndKeepsAdminForMonitorin
       "prom");
 }
 
+// The admin ports as the config, the probes and the container port carry them.
+struct RenderedPorts {
+  std::string health, metrics;  // admin.healthcheck_endpoint, admin.metrics_endpoint
+  int liveness = 0, readiness = 0, container = 0;
+};
+RenderedPorts renderedPorts(const GatewayOutput& out) {
+  const k8s::Json& c = out.deployment->body()["spec"]["template"]["spec"]["containers"][0];
+  return {out.config->admin.healthcheck_endpoint.value_or(""), out.config->admin.metrics_endpoint,
+          c["livenessProbe"]["httpGet"]["port"].get<int>(),
+          c["readinessProbe"]["httpGet"]["port"].get<int>(),
+          c["ports"][0]["containerPort"].get<int>()};
+}
+
+// Two Gateways whose kturnd pods run in the host's network can land on one node: each gets its
+// own health and metrics ports, stable across renders and operator versions (a change would
+// roll every pod), consistent between the config, the probes and the container port.
+TEST(Renderer, HostNetworkGatewaysGetAdminPortsOfTheirOwn) {
+  std::string platform = kPlatform;
+  platform.replace(platform.find("sharedSecret: s}"), 16, "sharedSecret: s, dataplane: host}");
+  platform += R"(apiVersion: stunner.l7mp.io/v1
+kind: Dataplane
+metadata: {name: host}
+spec: {image: kturnd, hostNetwork: true, enableMetricsEndpoint: true}
+---
+)";
+  std::string second = kGateway;
+  second.replace(second.find("{name: gw, "), 11, "{name: gw2, ");
+  second = second.substr(0, second.find("---") + 4);
+  const RenderResult r = renderYaml(platform + kGateway + second);
+  ASSERT_EQ(r.gateways.size(), 2u);
+  const RenderedPorts gw = renderedPorts(r.gateways[0]);
+  const RenderedPorts gw2 = renderedPorts(r.gateways[1]);
+  // 18000 + 2 * (FNV-1a("media/gw") % 1000), pinned: these must never move.
+  EXPECT_EQ(gw.health, "http://:19476");
+  EXPECT_EQ(gw.metrics, "http://:19477/metrics");
+  EXPECT_EQ(gw.liveness, 19476);
+  EXPECT_EQ(gw.readiness, 19476);
+  EXPECT_EQ(gw.container, 19477);
+  EXPECT_EQ(gw2.health, "http://:18752");
+  EXPECT_EQ(gw2.container, 18753);
+
+  // Not in the host's network: STUNner's 8086 and 8080.
+  const RenderResult pod = renderYaml(kPlatform + std::string(kGateway));
+  EXPECT_EQ(renderedPorts(pod.gateways[0]).health, "http://:8086");
+  EXPECT_EQ(renderedPorts(pod.gateways[0]).liveness, 8086);
+}
+
+TEST(Renderer, TheHealthCheckPortAnnotationMovesTheAdminPortsAndThePolicy) {
+  std::string annotated = kGateway;
+  annotated.replace(annotated.find("namespace: media}"), 17,
+                    "namespace: media, annotations: {kturn.io/health-check-port: \"9000\"}}");
+  RenderOptions options;
+  options.dataplaneNetworkPolicy = true;
+  const RenderResult r = renderYaml(kPlatform + annotated, options);
+  ASSERT_TRUE(r.gateways[0].config);
+  const RenderedPorts ports = renderedPorts(r.gateways[0]);
+  EXPECT_EQ(ports.health, "http://:9000");
+  EXPECT_EQ(ports.readiness, 9000);
+  EXPECT_EQ(ports.container, 9001);
+  // The policy keeps 9000 and 9001 for monitoring and opens everything else (no empty range
+  // between neighbours, which the API server would refuse).
+  const k8s::Json policy = r.gateways[0].networkPolicy->body();
+  EXPECT_EQ(policy["spec"]["ingress"][0]["ports"], k8s::Json::parse(R"([
+      {"protocol":"UDP","port":1,"endPort":65535},{"protocol":"TCP","port":1,"endPort":8999},
+      {"protocol":"TCP","port":9002,"endPort":65535}])"));
+  EXPECT_EQ(policy["spec"]["ingress"][1]["ports"], k8s::Json::parse(R"([
+      {"protocol":"TCP","port":9000},{"protocol":"TCP","port":9001}])"));
+
+  std::string privileged = annotated;
+  privileged.replace(privileged.find("\"9000\""), 6, "\"80\"");
+  const RenderResult refused = renderYaml(kPlatform + privileged);
+  EXPECT_FALSE(refused.gateways[0].config);
+  EXPECT_EQ(statusOf(refused, "Gateway", "gw")->status["conditions"][0]["message"],
+            "Gateway media/gw: metadata.annotations[kturn.io/health-check-port]: want an integer "
+            "1024-65534, got \"80\"");
+}
+
 TEST(Renderer, CdsAuthGivesThePodsATokenAndHttpsUnlessTheGatewayOptsOut) {
   RenderOptions options;
   options.configDiscoveryAddress = "kturn-config-discovery.kturn-system.svc:13478";

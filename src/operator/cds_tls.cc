@@ -26,6 +26,21 @@ Result<certificate::PemPair> caFromSecret(const Json& secret, const std::string&
   return certificate::PemPair{.cert_pem = std::move(*cert), .key_pem = std::move(*key)};
 }
 
+// An Opaque Secret of the operator's (labelled as such) holding `data`, each value base64-encoded.
+Json operatorSecret(const std::string& ns, const std::string& name,
+                    std::initializer_list<std::pair<const char*, const std::string*>> data) {
+  Json encoded = Json::object();
+  for (const auto& [key, value] : data) encoded[key] = config::encodeBase64(*value);
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", ns},
+            {"labels", {{"app.kubernetes.io/managed-by", "kturn-operator"}}}}},
+          {"type", "Opaque"},
+          {"data", std::move(encoded)}};
+}
+
 }  // namespace
 
 Result<certificate::PemPair> loadOrCreateCdsCa(k8s::ApiClient& client, const std::string& ns,
@@ -40,16 +55,8 @@ Result<certificate::PemPair> loadOrCreateCdsCa(k8s::ApiClient& client, const std
                                   .ca = true,
                                   .validity = std::chrono::hours(24 * 365 * 10)});
     if (!ca) return ca.error();
-    const Json secret = {{"apiVersion", "v1"},
-                         {"kind", "Secret"},
-                         {"metadata",
-                          {{"name", name},
-                           {"namespace", ns},
-                           {"labels", {{"app.kubernetes.io/managed-by", "kturn-operator"}}}}},
-                         {"type", "Opaque"},
-                         {"data",
-                          {{kCaCertKey, config::encodeBase64(ca->cert_pem)},
-                           {kCaKeyKey, config::encodeBase64(ca->key_pem)}}}};
+    const Json secret =
+        operatorSecret(ns, name, {{kCaCertKey, &ca->cert_pem}, {kCaKeyKey, &ca->key_pem}});
     auto created = client.create(k8s::resources::secret(), secret);
     if (!created) return makeError(created.error().code, where + ": " + created.error().message);
     if (created->ok()) {
@@ -67,14 +74,7 @@ Result<certificate::PemPair> loadOrCreateCdsCa(k8s::ApiClient& client, const std
 Result<void> publishCdsCaCertificate(k8s::ApiClient& client, const std::string& ns,
                                      const std::string& name, const std::string& certPem) {
   const std::string where = "CDS CA certificate Secret " + ns + "/" + name;
-  Json secret = {{"apiVersion", "v1"},
-                 {"kind", "Secret"},
-                 {"metadata",
-                  {{"name", name},
-                   {"namespace", ns},
-                   {"labels", {{"app.kubernetes.io/managed-by", "kturn-operator"}}}}},
-                 {"type", "Opaque"},
-                 {"data", {{kCaCertKey, config::encodeBase64(certPem)}}}};
+  Json secret = operatorSecret(ns, name, {{kCaCertKey, &certPem}});
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto got = client.get(k8s::resources::secret(), ns, name);
     if (!got) return makeError(got.error().code, where + ": " + got.error().message);

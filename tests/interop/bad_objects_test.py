@@ -75,6 +75,16 @@ def gateway(name: str, listeners: List[dict], cls: str = "stunner-gatewayclass",
             "spec": {"gatewayClassName": cls, "listeners": listeners}}
 
 
+def gateway_class(name: str, config: str) -> dict:
+    """A GatewayClass of this test's controller (localize() sets it) naming GatewayConfig
+    stunner/<config>."""
+    return {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+            "metadata": {"name": name},
+            "spec": {"controllerName": "x", "parametersRef": {
+                "group": "stunner.l7mp.io", "kind": "GatewayConfig", "name": config,
+                "namespace": "stunner"}}}
+
+
 def udp_route(name: str, backends: List[dict], kind: str = "UDPRoute",
               parent: Optional[dict] = None) -> dict:
     return {"apiVersion": "stunner.l7mp.io/v1", "kind": kind,
@@ -247,22 +257,14 @@ def body(args: argparse.Namespace, workdir: str) -> None:
          status_of(GATEWAYS, "gw-huge", lambda o: listener_conditions(o, "tls"), "ResolvedRefs",
                    f"Secret {media}/huge (tls.crt, tls.key)", where=" listener tls")),
         ("GatewayClass", "parametersRef to a GatewayConfig that does not exist",
-         [{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-           "metadata": {"name": "class-dangling"},
-           "spec": {"controllerName": "x", "parametersRef": {
-               "group": "stunner.l7mp.io", "kind": "GatewayConfig", "name": "no-such-config",
-               "namespace": "stunner"}}}],
+         [gateway_class("class-dangling", "no-such-config")],
          status_of("gatewayclass", scope.name("class-dangling"), gw_condition("Accepted"),
                    "Accepted", "no-such-config", ns="")),
         ("GatewayConfig", "authType static without userName and password",
          [{"apiVersion": "stunner.l7mp.io/v1", "kind": "GatewayConfig",
            "metadata": {"name": "cfg-nocreds", "namespace": "stunner"},
            "spec": {"authType": "static"}},
-          {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-           "metadata": {"name": "class-nocreds"},
-           "spec": {"controllerName": "x", "parametersRef": {
-               "group": "stunner.l7mp.io", "kind": "GatewayConfig", "name": "cfg-nocreds",
-               "namespace": "stunner"}}},
+          gateway_class("class-nocreds", "cfg-nocreds"),
           gateway("gw-nocreds", [{"name": "udp", "port": free[1], "protocol": "TURN-UDP"}],
                   cls="class-nocreds")],
          status_of(GATEWAYS, "gw-nocreds", gw_condition("Accepted"), "Accepted",
@@ -275,11 +277,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
           {"apiVersion": "stunner.l7mp.io/v1", "kind": "GatewayConfig",
            "metadata": {"name": "cfg-dp", "namespace": "stunner"},
            "spec": {"authType": "ephemeral", "sharedSecret": "s", "dataplane": "dp-negative"}},
-          {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-           "metadata": {"name": "class-dp"},
-           "spec": {"controllerName": "x", "parametersRef": {
-               "group": "stunner.l7mp.io", "kind": "GatewayConfig", "name": "cfg-dp",
-               "namespace": "stunner"}}},
+          gateway_class("class-dp", "cfg-dp"),
           gateway("gw-dp", [{"name": "udp", "port": free[2], "protocol": "TURN-UDP"}],
                   cls="class-dp")],
          log_of(operator, f"apply Deployment {media}/gw-dp: 422")),

@@ -9,30 +9,15 @@
 
 #include "common/certificate.h"
 #include "common/crypto.h"
-#include "k8s/manifest.h"
 #include "operator/clock.h"
-#include "operator/cluster_snapshot.h"
-#include "operator/renderer.h"
+#include "operator/render_fixture.h"
 
 namespace kturn::op {
 namespace {
 
 using k8s::Json;
-
-constexpr const char* kPlatform = R"(
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: gc}
-spec:
-  controllerName: stunner.l7mp.io/gateway-operator
-  parametersRef: {group: stunner.l7mp.io, kind: GatewayConfig, name: cfg, namespace: stunner}
----
-apiVersion: stunner.l7mp.io/v1
-kind: GatewayConfig
-metadata: {name: cfg, namespace: stunner}
-spec: {authType: ephemeral, sharedSecret: s}
----
-)";
+using test::kPlatform;
+using test::renderYaml;
 
 // A Gateway with a UDP listener and a TLS listener whose certificateRefs are `secrets`.
 std::string gateway(const std::vector<std::string>& secrets) {
@@ -68,17 +53,13 @@ certificate::PemPair issue(std::chrono::seconds validity) {
 }
 
 RenderResult renderAt(const std::string& yaml, int64_t now) {
-  auto objects = k8s::loadManifests(kPlatform + yaml);
-  EXPECT_TRUE(objects) << objects.error().message;
   RenderOptions options;
   options.now = now;
-  return render(ClusterSnapshot::fromObjects(std::move(*objects)), options);
+  return renderYaml(kPlatform + yaml, options);
 }
 
 const Json& gatewayStatus(const RenderResult& r) {
-  for (const StatusUpdate& s : r.statuses) {
-    if (s.kind == "Gateway" && s.key.name == "gw") return s.status;
-  }
+  if (const StatusUpdate* s = test::statusOf(r, "Gateway", "gw")) return s->status;
   static const Json none;
   ADD_FAILURE() << "no Gateway status";
   return none;

@@ -10,24 +10,14 @@
 #include "k8s/manifest.h"
 #include "operator/cluster_snapshot.h"
 #include "operator/deployment_renderer.h"
+#include "operator/render_fixture.h"
 
 namespace kturn::op {
 namespace {
 
-constexpr const char* kPlatform = R"(
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: gc}
-spec:
-  controllerName: stunner.l7mp.io/gateway-operator
-  parametersRef: {group: stunner.l7mp.io, kind: GatewayConfig, name: cfg, namespace: stunner}
----
-apiVersion: stunner.l7mp.io/v1
-kind: GatewayConfig
-metadata: {name: cfg, namespace: stunner}
-spec: {authType: ephemeral, sharedSecret: s}
----
-)";
+using test::kPlatform;
+using test::renderYaml;
+using test::statusOf;
 
 constexpr const char* kGateway = R"(
 apiVersion: gateway.networking.k8s.io/v1
@@ -57,19 +47,6 @@ std::string slice(const std::vector<std::string>& ips) {
   return "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: svc-1\n"
          "  namespace: media\n  labels: {kubernetes.io/service-name: svc}\nendpoints:\n" +
          eps;
-}
-
-RenderResult renderYaml(const std::string& yaml, const RenderOptions& options = {}) {
-  auto objects = k8s::loadManifests(yaml);
-  EXPECT_TRUE(objects) << objects.error().message;
-  return render(ClusterSnapshot::fromObjects(std::move(*objects)), options);
-}
-
-const StatusUpdate* statusOf(const RenderResult& r, std::string_view kind, std::string_view name) {
-  for (const StatusUpdate& s : r.statuses) {
-    if (s.kind == kind && s.key.name == name) return &s;
-  }
-  return nullptr;
 }
 
 TEST(Renderer, EndpointChurnChangesOnlyClusterEndpoints) {

@@ -70,7 +70,7 @@ Result<net::UdpSocket> RelaySockets::bindRelay(const ListenerSpec* listener, con
     if (next != nullptr) {
       // EVEN-PORT with R: the port after must be free too (held for the RESERVATION-TOKEN), and
       // in the range. If it is not (say, reserved for another client) try the next even port.
-      hint = ranged ? port - listener->min_relay_port + 2u : hint;
+      if (ranged) hint = port - listener->min_relay_port + 2u;
       if (port == 65535 || (ranged && port == listener->max_relay_port)) continue;
       auto reserved = net::UdpSocket::bind(TransportAddress{ip, uint16_t(port + 1)}, {});
       if (!reserved) continue;

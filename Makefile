@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build run test test-tools manifests test-unit test-interop test-e2e clean format config-reference
+.PHONY: deps configure build run test test-tools manifests test-unit test-interop test-e2e test-cluster clean format config-reference
 
 deps:
 	@bash scripts/install-deps.sh
@@ -57,6 +57,12 @@ test-interop: build
 test-e2e: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target kturn-bench
 	@bash tests/e2e/run.sh $(BUILD_DIR)
+
+# kturn on a multi-node cluster behind a BGP router (tests/e2e/run-cluster.sh, root):
+# docs/kubernetes.md#many-nodes. NODES=3 unless set.
+NODES ?= 3
+test-cluster: configure
+	@bash tests/e2e/run-cluster.sh $(BUILD_DIR) $(NODES)
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i

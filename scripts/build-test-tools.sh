@@ -7,7 +7,11 @@
 # committed; except that the Helm chart ships the Gateway API CRDs of GATEWAY_API_VERSION, which
 # scripts/update-gateway-api-crds.sh copies from here.
 #
-#   scripts/build-test-tools.sh [--link DIR]
+#   scripts/build-test-tools.sh [--link DIR] [--cluster]
+#
+# --cluster also builds what the multi-node cluster of make test-cluster runs on its nodes
+# (tests/e2e/cluster.py --nodes N): kube-router (the pod network and NetworkPolicy) and MetalLB's
+# controller and speaker (LoadBalancer addresses, announced by BGP).
 #
 # Each tool is built from its own Go module at a pinned release, with the ordinary Go client, into
 # a cache outside the repository keyed by version and by the hash of the module files that pin it
@@ -29,14 +33,20 @@ GATEWAY_API_VERSION=v1.6.3
 # (v0.20.0, v0.21.0, v1.0.0 to v1.2.3, latest, commit hashes: "403 Forbidden ... This module
 # version is not available"), and GitHub itself is not reachable from the test machines.
 STUNNER_VERSION=v1.2.1  # tests/tools/stunner/go.mod pins the same release
+# make test-cluster's nodes (--cluster). kube-router v2.1.0 is the only release the module proxy
+# serves (v2.1.1 and later: "not available"); tests/e2e/kuberouter.py says what that costs.
+KUBE_ROUTER_VERSION=v2.1.0
+METALLB_VERSION=v0.15.2    # tests/tools/metallb/go.mod pins the same release
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${KTURN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kturn-test-tools}
 link=""
+cluster=0
 while (($#)); do
   case "$1" in
     --link) link=$2; shift 2 ;;
-    *) echo "usage: $0 [--link DIR]" >&2; exit 2 ;;
+    --cluster) cluster=1; shift ;;
+    *) echo "usage: $0 [--link DIR] [--cluster]" >&2; exit 2 ;;
   esac
 done
 
@@ -118,6 +128,26 @@ build_stunner() {
     github.com/l7mp/stunner/cmd/stunnerd github.com/l7mp/stunner/cmd/turncat)
 }
 
+# kube-router has no replace directives: its own go.mod and go.sum pin everything.
+build_kube_router() {
+  GOBIN=$OUT go install -trimpath -ldflags \
+    "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
+    "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
+}
+
+# Through tests/tools/metallb/go.mod (it says why), with MetalLB's CRDs beside the binaries.
+build_metallb() {
+  (cd "$top/tests/tools/metallb" &&
+    go build -trimpath -ldflags "-s -w" -o "$OUT/metallb-controller" \
+      go.universe.tf/metallb/controller &&
+    go build -trimpath -ldflags "-s -w" -o "$OUT/metallb-speaker" go.universe.tf/metallb/speaker)
+  local src
+  src=$(cd "$top/tests/tools/metallb" && go list -m -f '{{.Dir}}' go.universe.tf/metallb)
+  mkdir -p "$OUT/../crds"
+  cp "$src"/config/crd/bases/*.yaml "$OUT/../crds/"
+  chmod -R u+w "$OUT/../crds"
+}
+
 # The Gateway API CRDs are YAML inside the sigs.k8s.io/gateway-api module: the standard channel,
 # and the experimental one for what kturn serves beyond it (UDPRoute v1alpha2, TCPRoute).
 build_gateway_api() {
@@ -151,6 +181,18 @@ built "$stunner_dir" || {
   say "building stunnerd, turncat $STUNNER_VERSION"
   build_into "$stunner_dir" build_stunner
 }
+if ((cluster)); then
+  kube_router_dir=$(key kube-router "$KUBE_ROUTER_VERSION")
+  metallb_dir=$(key metallb "$METALLB_VERSION" "$top"/tests/tools/metallb/go.{mod,sum})
+  built "$kube_router_dir" || {
+    say "building kube-router $KUBE_ROUTER_VERSION"
+    build_into "$kube_router_dir" build_kube_router
+  }
+  built "$metallb_dir" || {
+    say "building MetalLB's controller and speaker $METALLB_VERSION"
+    build_into "$metallb_dir" build_metallb
+  }
+fi
 built "$kube_dir" || {
   say "building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet," \
     "kube-proxy $KUBERNETES_VERSION (cold: about 12 minutes on 2 cores)"
@@ -163,6 +205,12 @@ if [ -n "$link" ]; then
     "$stunner_dir"/bin/*; do
     ln -sfn "$b" "$link/bin/$(basename "$b")"
   done
+  if ((cluster)); then
+    for b in "$kube_router_dir"/bin/* "$metallb_dir"/bin/*; do
+      ln -sfn "$b" "$link/bin/$(basename "$b")"
+    done
+    ln -sfn "$metallb_dir" "$link/metallb"
+  fi
   ln -sfn "$gwapi_dir" "$link/gateway-api"
   {
     echo "KUBERNETES_VERSION=$KUBERNETES_VERSION"
@@ -171,5 +219,9 @@ if [ -n "$link" ]; then
     echo "COREDNS_VERSION=$COREDNS_VERSION"
     echo "GATEWAY_API_VERSION=$GATEWAY_API_VERSION"
     echo "STUNNER_VERSION=$STUNNER_VERSION"
+    if ((cluster)); then
+      echo "KUBE_ROUTER_VERSION=$KUBE_ROUTER_VERSION"
+      echo "METALLB_VERSION=$METALLB_VERSION"
+    fi
   } >"$link/versions.env"
 fi

@@ -42,6 +42,9 @@ test_packages=(
   # container runtime, its CNI plugins and kube-proxy's iptables; buildah and debootstrap build
   # kturn's images from its Dockerfiles on local base images, without a Docker engine
   containerd runc containernetworking-plugins iptables conntrack buildah skopeo debootstrap
+  # make test-cluster's network (tests/e2e/fabric.py): the upstream router's BGP daemon; the
+  # ipsets kube-router's NetworkPolicy rules match on
+  bird2 ipset
 )
 
 case "${1:-}" in
@@ -71,4 +74,8 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # turnservers on ports of their own.
 if [[ " ${missing[*]} " == *" coturn "* ]] && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable --now coturn >/dev/null 2>&1 || true
+fi
+# The same for bird2's system BIRD: make test-cluster runs its own, in a namespace of its own.
+if [[ " ${missing[*]} " == *" bird2 "* ]] && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now bird >/dev/null 2>&1 || true
 fi

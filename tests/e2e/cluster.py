@@ -36,6 +36,7 @@ on one machine".
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -43,10 +44,14 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Dict, List
+from typing import Callable, Dict, List, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import control_plane as cp  # noqa: E402
+
+import fabric  # noqa: E402
+import kuberouter  # noqa: E402
+import metallb  # noqa: E402
 
 NODE = "kturn-e2e-node"
 BRIDGE = "kturn-e2e0"
@@ -58,6 +63,7 @@ SYSCTLS = {"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"
 # The kubelet's cgroupRoot: the pods' cgroups are under /kturn-e2e/kubepods in every hierarchy, so
 # that `down` finds (and kills) this node's containers only, never another kubelet's /kubepods.
 CGROUP_ROOT = "kturn-e2e"
+ZONE_LABEL = "topology.kubernetes.io/zone"
 CGROUPS = "/sys/fs/cgroup"
 
 
@@ -114,7 +120,8 @@ class HostState:
 # What the cluster runs: a leftover of these whose command line names the cluster's folder is
 # the cluster's (a supervisor that was killed leaves them).
 PROGRAMS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
-            "kube-proxy", "coredns", "containerd", "containerd-shim-runc-v2"}
+            "kube-proxy", "coredns", "containerd", "containerd-shim-runc-v2", "bird",
+            "kube-router", "metallb-controller", "metallb-speaker"}
 
 
 def processes_under(prefix: str) -> List[int]:
@@ -162,19 +169,24 @@ def unmount_under(prefix: str) -> None:
         run("umount", "-l", point, check=False, quiet=True)
 
 
-def make_cgroup_root() -> None:
-    """CGROUP_ROOT in every hierarchy (the kubelet wants its cgroupRoot to exist); a cgroup v1
-    cpuset starts with no CPUs and no memory nodes, so it gets its parent's."""
+def make_cgroup_root(path: str) -> None:
+    """`path` (CGROUP_ROOT or a node's folder under it) in every hierarchy (the kubelet wants its
+    cgroupRoot to exist); a cgroup v1 cpuset starts with no CPUs and no memory nodes, so each
+    level gets its parent's."""
     for controller in os.listdir(CGROUPS):
         base = os.path.join(CGROUPS, controller)
         if not os.path.ismount(base):
             continue
-        top = os.path.join(base, CGROUP_ROOT)
-        os.makedirs(top, exist_ok=True)
-        for knob in ("cpuset.cpus", "cpuset.mems"):
-            if os.path.exists(os.path.join(top, knob)):
-                with open(os.path.join(base, knob)) as f, open(os.path.join(top, knob), "w") as t:
-                    t.write(f.read())
+        parent = base
+        for part in path.strip("/").split("/"):
+            top = os.path.join(parent, part)
+            os.makedirs(top, exist_ok=True)
+            for knob in ("cpuset.cpus", "cpuset.mems"):
+                if os.path.exists(os.path.join(top, knob)):
+                    with open(os.path.join(parent, knob)) as f, \
+                            open(os.path.join(top, knob), "w") as t:
+                        t.write(f.read())
+            parent = top
 
 
 def remove_cgroups() -> None:
@@ -202,9 +214,12 @@ def clean_host(dirpath: str) -> None:
     remove_cgroups()
     if os.path.exists(f"/sys/class/net/{BRIDGE}"):
         run("ip", "link", "del", BRIDGE, check=False)
+    fabric.Fabric(dirpath, 0).remove()  # a multi-node cluster's namespaces and host routes
     # The pods are gone, so are their addresses: host-local's reservations would otherwise
     # outlive them and use up the pod range over runs.
-    shutil.rmtree(os.path.join(dirpath, "node", "cni-ipam"), ignore_errors=True)
+    for node in ["node"] + [d for d in os.listdir(dirpath) if d.startswith("node")] \
+            if os.path.isdir(dirpath) else []:
+        shutil.rmtree(os.path.join(dirpath, node, "cni-ipam"), ignore_errors=True)
     # veths whose pod side is gone are gone too; one whose netns mount was lazily unmounted
     # goes when its last user does (the processes are dead).
     HostState(dirpath).restore()
@@ -219,22 +234,89 @@ def write(path: str, text: str) -> str:
     return path
 
 
+@dataclasses.dataclass
+class NodeSpec:
+    """Where a node lives: the single-node cluster's is the host itself (ns empty); a multi-node
+    cluster's nodes each have a network namespace (tests/e2e/fabric.py)."""
+    name: str
+    ip: str
+    dir: str
+    cgroup_root: str  # the kubelet's cgroupRoot, under /CGROUP_ROOT
+    dns: str  # CoreDNS's address: the pods' resolver
+    cluster_cidr: str  # every pod's range (kube-proxy's clusterCIDR)
+    ns: str = ""
+    labels: Dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def coredns(plane: cp.ControlPlane, dirpath: str, bind: str,
+            identity: Callable[[str, str], str]) -> cp.Component:
+    """CoreDNS for the cluster's names, on `bind`, with its own RBAC, as its Deployment in a
+    cluster has it."""
+    kubeconfig = identity("coredns", "/CN=system:coredns")
+    run(os.path.join(plane.tools, "bin", "kubectl"), "--kubeconfig", plane.kubeconfig, "apply",
+        "-f", "-", input="\n---\n".join(json.dumps(d) for d in [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "system:coredns"},
+             "rules": [{"apiGroups": [""], "resources": ["endpoints", "services", "pods",
+                                                         "namespaces"],
+                        "verbs": ["list", "watch"]},
+                       {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+                        "verbs": ["list", "watch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "system:coredns"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "system:coredns"},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                           "name": "system:coredns"}]},
+        ]))
+    corefile = write(os.path.join(dirpath, "coredns", "Corefile"), f""".:53 {{
+    bind {bind}
+    errors
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+        kubeconfig {kubeconfig} kturn-test
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    cache 5
+}}
+""")
+    c = cp.Component("coredns", [os.path.join(plane.tools, "bin", "coredns"), "-conf",
+                                 corefile], plane.logs)
+    c.start()
+    return c
+
+
 class Node(cp.ComponentGroup):
-    def __init__(self, plane: cp.ControlPlane, images: str):
+    def __init__(self, plane: cp.ControlPlane, images: str, spec: NodeSpec):
         self.plane = plane
-        self.dir = os.path.join(plane.dir, "node")
+        self.spec = spec
+        self.dir = spec.dir
         self.images = images
         self.sock = os.path.join(self.dir, "containerd.sock")
         self.components: List[cp.Component] = []
         self.timings = plane.timings
+        # Component names (their log files) carry the node's name when there are several.
+        self.tag = f"-{spec.name}" if spec.ns else ""
 
     def tool(self, name: str) -> str:
         return os.path.join(self.plane.tools, "bin", name)
+
+    def argv(self, *argv: str) -> List[str]:
+        """argv as the node runs it: in its network namespace, if it has one."""
+        return fabric.in_ns(self.spec.ns, *argv) if self.spec.ns else list(argv)
+
+    def start_component(self, name: str, argv: List[str]) -> cp.Component:
+        c = cp.Component(name + self.tag, self.argv(*argv), self.plane.logs)
+        c.start()
+        self.components.append(c)
+        return c
 
     def ctr(self, *args: str, **kw) -> subprocess.CompletedProcess:
         return run("ctr", "--address", self.sock, "--namespace", "k8s.io", *args, **kw)
 
     def network(self) -> None:
+        """The single-node cluster's network, on the host: the pods' bridge with the node's
+        address."""
         os.makedirs(self.dir, exist_ok=True)
         HostState(self.plane.dir).save()
         for key, value in SYSCTLS.items():
@@ -246,9 +328,14 @@ class Node(cp.ComponentGroup):
         # Forwarding is on for the pods' bridge: nothing of theirs may leave by another
         # interface (a relay to an address off this machine, the seed's documentation IP).
         run("iptables", "-I", "FORWARD", "1", "-s", POD_CIDR, "!", "-o", BRIDGE, "-j", "DROP")
-        make_cgroup_root()
 
     def cni_config(self) -> str:
+        """The CNI configuration folder containerd reads. One node: the bridge plugin on the
+        host's bridge. Several: kube-router's (it writes the node's pod range into it)."""
+        d = os.path.join(self.dir, "cni")
+        if self.spec.ns:
+            write(os.path.join(d, kuberouter.CNI_CONF), kuberouter.cni_config(self.dir))
+            return d
         conf = {
             "cniVersion": "1.0.0", "name": "kturn-e2e",
             "plugins": [
@@ -261,7 +348,6 @@ class Node(cp.ComponentGroup):
                 {"type": "portmap", "capabilities": {"portMappings": True}},
             ],
         }
-        d = os.path.join(self.dir, "cni")
         write(os.path.join(d, "10-kturn-e2e.conflist"), json.dumps(conf, indent=1))
         return d
 
@@ -297,13 +383,11 @@ state = "{self.dir}/containerd/state"
         Root = "{self.dir}/runc"
 """
         path = write(os.path.join(self.dir, "containerd.toml"), config)
-        c = cp.Component("containerd", ["containerd", "--config", path], self.plane.logs)
-        c.start()
-        self.components.append(c)
+        self.start_component("containerd", ["containerd", "--config", path])
         cp.wait_until("containerd", lambda: self.ctr("version", quiet=True).returncode == 0,
                       self.components, 30)
         self.import_images()
-        self.timings["containerd"] = time.monotonic() - self.t0
+        self.timings["containerd" + self.tag] = time.monotonic() - self.t0
 
     def images_listed(self) -> List[tuple]:
         """scripts/build-images.sh's images.tsv in --images: (image name, archive path)."""
@@ -324,73 +408,33 @@ state = "{self.dir}/containerd/state"
     def identity(self, name: str, subject: str) -> str:
         """A client certificate from the cluster CA for `subject`, and the kubeconfig that
         presents it: node/NAME/kubeconfig."""
-        cp.client_leaf(self.plane.pki, name, subject)
-        kubeconfig = os.path.join(self.dir, name, "kubeconfig")
-        os.makedirs(os.path.dirname(kubeconfig), exist_ok=True)
-        cp.write_kubeconfig(kubeconfig, self.plane.pki, self.plane.url, name)
-        return kubeconfig
-
-    def coredns(self) -> None:
-        d = os.path.join(self.dir, "coredns")
-        kubeconfig = self.identity("coredns", "/CN=system:coredns")
-        # CoreDNS's own RBAC, as its Deployment in a cluster has it.
-        self.plane_apply([
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-             "metadata": {"name": "system:coredns"},
-             "rules": [{"apiGroups": [""], "resources": ["endpoints", "services", "pods",
-                                                         "namespaces"],
-                        "verbs": ["list", "watch"]},
-                       {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
-                        "verbs": ["list", "watch"]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-             "metadata": {"name": "system:coredns"},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                         "name": "system:coredns"},
-             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                           "name": "system:coredns"}]},
-        ])
-        corefile = write(os.path.join(d, "Corefile"), f""".:53 {{
-    bind {NODE_IP}
-    errors
-    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
-        kubeconfig {kubeconfig} kturn-test
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-    }}
-    cache 5
-}}
-""")
-        c = cp.Component("coredns", [self.tool("coredns"), "-conf", corefile], self.plane.logs)
-        c.start()
-        self.components.append(c)
-
-    def plane_apply(self, docs: List[dict]) -> None:
-        run(self.tool("kubectl"), "--kubeconfig", self.plane.kubeconfig, "apply", "-f", "-",
-            input="\n---\n".join(json.dumps(d) for d in docs))
+        return identity(self.plane, self.dir, name + self.tag, subject)
 
     def kubelet(self) -> None:
         d = os.path.join(self.dir, "kubelet")
         pki = self.plane.pki
-        kubeconfig = self.identity("kubelet", f"/O=system:nodes/CN=system:node:{NODE}")
-        cp.sign_leaf(pki, "kubelet-serving", f"/O=system:nodes/CN=system:node:{NODE}",
-                     [f"subjectAltName=IP:{NODE_IP},DNS:{NODE}", "extendedKeyUsage=serverAuth",
+        name, ip = self.spec.name, self.spec.ip
+        kubeconfig = self.identity("kubelet", f"/O=system:nodes/CN=system:node:{name}")
+        serving = "kubelet-serving" + self.tag
+        cp.sign_leaf(pki, serving, f"/O=system:nodes/CN=system:node:{name}",
+                     [f"subjectAltName=IP:{ip},DNS:{name}", "extendedKeyUsage=serverAuth",
                       "keyUsage=critical,digitalSignature"])
-        resolv = write(os.path.join(d, "resolv.conf"), f"nameserver {NODE_IP}\n")
+        resolv = write(os.path.join(d, "resolv.conf"), f"nameserver {self.spec.dns}\n")
         config = {
             "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-            "address": NODE_IP, "port": 10250, "readOnlyPort": 0, "healthzBindAddress":
+            "address": ip, "port": 10250, "readOnlyPort": 0, "healthzBindAddress":
             "127.0.0.1", "healthzPort": 10248,
             "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": True},
                                "x509": {"clientCAFile": os.path.join(pki, "ca.crt")}},
             "authorization": {"mode": "Webhook"},
-            "tlsCertFile": os.path.join(pki, "kubelet-serving.crt"),
-            "tlsPrivateKeyFile": os.path.join(pki, "kubelet-serving.key"),
+            "tlsCertFile": os.path.join(pki, serving + ".crt"),
+            "tlsPrivateKeyFile": os.path.join(pki, serving + ".key"),
             "containerRuntimeEndpoint": f"unix://{self.sock}",
-            "cgroupDriver": "cgroupfs", "cgroupRoot": f"/{CGROUP_ROOT}",
+            "cgroupDriver": "cgroupfs", "cgroupRoot": f"/{self.spec.cgroup_root}",
             # This machine has the cgroup v1 hierarchy (cgroup2 only at /sys/fs/cgroup/unified):
             # Kubernetes v1.35 made the kubelet refuse it unless told, v1.36 still runs on it.
             "failCgroupV1": False,
-            "clusterDNS": [NODE_IP], "clusterDomain": CLUSTER_DOMAIN, "resolvConf": resolv,
+            "clusterDNS": [self.spec.dns], "clusterDomain": CLUSTER_DOMAIN, "resolvConf": resolv,
             "failSwapOn": False,
             "podLogsDir": os.path.join(d, "pod-logs"),
             "staticPodPath": "",
@@ -408,12 +452,11 @@ state = "{self.dir}/containerd/state"
             "oomScoreAdj": 0,  # not -999: see restrict_oom_score_adj
         }
         path = write(os.path.join(d, "config.json"), json.dumps(config, indent=1))
-        c = cp.Component("kubelet", [
+        labels = ",".join(f"{k}={v}" for k, v in self.spec.labels.items())
+        self.start_component("kubelet", [
             self.tool("kubelet"), "--config", path, "--kubeconfig", kubeconfig,
-            "--root-dir", os.path.join(d, "root"), "--hostname-override", NODE,
-            "--node-ip", NODE_IP, "--v", "1"], self.plane.logs)
-        c.start()
-        self.components.append(c)
+            "--root-dir", os.path.join(d, "root"), "--hostname-override", name,
+            "--node-ip", ip, *(["--node-labels", labels] if labels else []), "--v", "1"])
 
     def kube_proxy(self) -> None:
         d = os.path.join(self.dir, "kube-proxy")
@@ -421,36 +464,40 @@ state = "{self.dir}/containerd/state"
         config = {
             "apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
             "clientConnection": {"kubeconfig": kubeconfig},
-            "hostnameOverride": NODE, "mode": "iptables", "clusterCIDR": POD_CIDR,
-            "bindAddress": NODE_IP, "healthzBindAddress": "127.0.0.1:10256",
+            "hostnameOverride": self.spec.name, "mode": "iptables",
+            "clusterCIDR": self.spec.cluster_cidr, "bindAddress": self.spec.ip, "healthzBindAddress": "127.0.0.1:10256",
             "metricsBindAddress": "127.0.0.1:10249",
             # Leave the machine's conntrack table size alone.
             "conntrack": {"maxPerCore": 0, "min": 0},
             # NodePorts on the node's address only, not on every address of the machine.
-            "nodePortAddresses": [f"{NODE_IP}/32"],
+            "nodePortAddresses": [f"{self.spec.ip}/32"],
             "oomScoreAdj": 0,  # not -999: see restrict_oom_score_adj
         }
         path = write(os.path.join(d, "config.json"), json.dumps(config, indent=1))
-        c = cp.Component("kube-proxy", [self.tool("kube-proxy"), "--config", path],
-                         self.plane.logs)
-        c.start()
-        self.components.append(c)
+        self.start_component("kube-proxy", [self.tool("kube-proxy"), "--config", path])
 
     def node_ready(self) -> bool:
-        node = cp.api(self.plane.url, self.plane.pki, "GET", f"/api/v1/nodes/{NODE}")
+        node = cp.api(self.plane.url, self.plane.pki, "GET", f"/api/v1/nodes/{self.spec.name}")
         return any(c["type"] == "Ready" and c["status"] == "True"
                    for c in node.get("status", {}).get("conditions", []))
 
     def start(self) -> None:
-        """The node's components; network() ran before the control plane started."""
+        """The node's components: the single node's network() ran before the control plane
+        started, a multi-node cluster's fabric before that."""
         self.t0 = time.monotonic()
+        make_cgroup_root(self.spec.cgroup_root)
         self.containerd()
-        self.coredns()
+        if not self.spec.ns:
+            self.components.append(coredns(self.plane, self.dir, NODE_IP, self.identity))
         self.kubelet()
         self.kube_proxy()
-        cp.wait_until(f"node {NODE} Ready", self.node_ready,
+        if self.spec.ns:
+            self.pod_cidr = pod_cidr(self.plane, self.spec.name)
+            kuberouter.start(self)
+            metallb.speaker(self)
+        cp.wait_until(f"node {self.spec.name} Ready", self.node_ready,
                       self.components + self.plane.components, 120)
-        self.timings["node"] = time.monotonic() - self.t0
+        self.timings["node" + self.tag] = time.monotonic() - self.t0
 
 
 # --- the supervisor -----------------------------------------------------------------------
@@ -459,7 +506,9 @@ def serve(args) -> int:
     # No CRDs: the chart installs kturn's and the Gateway API's, as on any new cluster (a
     # `helm install` would stop on Gateway API CRDs it did not make).
     plane = cp.ControlPlane(args.dir, args.tools, address=NODE_IP, nodes=True, crds=False)
-    node = Node(plane, args.images)
+    node = Node(plane, args.images, NodeSpec(
+        name=NODE, ip=NODE_IP, dir=os.path.join(plane.dir, "node"), cgroup_root=CGROUP_ROOT,
+        dns=NODE_IP, cluster_cidr=POD_CIDR))
 
     def start() -> Dict[str, float]:
         clean_host(plane.dir)  # an earlier run's leftovers
@@ -479,26 +528,123 @@ def serve(args) -> int:
                         stop)
 
 
+def zone(i: int) -> str:
+    """Node i's zone: two zones, the odd nodes in one and the even in the other."""
+    return "zone-a" if i % 2 else "zone-b"
+
+
+def serve_nodes(args) -> int:
+    """The multi-node cluster: the fabric (tests/e2e/fabric.py) and its router, the control plane
+    and CoreDNS on the host's LAN address, MetalLB's controller, and N nodes."""
+    plane = cp.ControlPlane(args.dir, args.tools, address=fabric.HOST_IP, nodes=True,
+                            crds=False, pod_cidr=fabric.CLUSTER_CIDR)
+    net = fabric.Fabric(plane.dir, args.nodes)
+    nodes = [Node(plane, args.images, NodeSpec(
+        name=node_name(i), ip=fabric.node_ip(i), dir=os.path.join(plane.dir, f"node{i}"),
+        cgroup_root=f"{CGROUP_ROOT}/n{i}", dns=fabric.HOST_IP,
+        cluster_cidr=fabric.CLUSTER_CIDR, ns=fabric.node_ns(i), labels={ZONE_LABEL: zone(i)}))
+        for i in range(1, args.nodes + 1)]
+    shared = cp.ComponentGroup()  # the router, CoreDNS, MetalLB's controller
+    shared.components = []
+
+    def start() -> Dict[str, float]:
+        t0 = time.monotonic()
+        clean_host(plane.dir)  # an earlier run's leftovers
+        net.create()
+        bird = cp.Component("bird", net.bird_argv(), plane.logs)
+        bird.start()
+        shared.components.append(bird)
+        plane.start()
+        shared.components.append(coredns(plane, plane.dir, fabric.HOST_IP,
+                                         lambda n, s: identity(plane, plane.dir, n, s)))
+        kuberouter.install(plane)
+        shared.components.append(metallb.install(plane, lambda n, s: identity(
+            plane, plane.dir, n, s)))
+        for node in nodes:
+            node.start()
+        net.route_pods({i + 1: n.pod_cidr for i, n in enumerate(nodes)})
+        plane.timings["nodes"] = time.monotonic() - t0
+        with open(os.path.join(plane.dir, "env"), "a") as f:
+            f.write(f"NODES={','.join(n.spec.name for n in nodes)}\n"
+                    f"NODE_IPS={','.join(n.spec.ip for n in nodes)}\n"
+                    f"NODE_NETNS={','.join(n.spec.ns for n in nodes)}\n"
+                    f"NODE_CONTAINERD={','.join(n.spec.name + '=' + n.sock for n in nodes)}\n"
+                    f"CLIENT_NETNS={fabric.CLIENT_NS}\nCLIENT_IP={fabric.CLIENT_IP}\n"
+                    f"ROUTER_NETNS={fabric.ROUTER_NS}\nBIRD_SOCKET={net.bird_socket()}\n"
+                    f"LB_POOL={fabric.LB_POOL}\nHOST_IP={fabric.HOST_IP}\n")
+        return plane.timings
+
+    def check() -> Optional[str]:
+        for group in (*nodes, shared, plane):
+            problem = group.check()
+            if problem:
+                return problem
+        return None
+
+    def stop() -> None:
+        for group in (*nodes, shared):
+            group.stop()
+        plane.stop()
+        clean_host(plane.dir)
+
+    return cp.supervise(plane.dir, args.owner, start, check, stop)
+
+
+def node_name(i: int) -> str:
+    return f"kturn-n{i}"
+
+
+def identity(plane: cp.ControlPlane, dirpath: str, name: str, subject: str) -> str:
+    """A client certificate from the cluster CA for `subject`, and its kubeconfig:
+    DIR/NAME/kubeconfig."""
+    cp.client_leaf(plane.pki, name, subject)
+    kubeconfig = os.path.join(dirpath, name, "kubeconfig")
+    os.makedirs(os.path.dirname(kubeconfig), exist_ok=True)
+    cp.write_kubeconfig(kubeconfig, plane.pki, plane.url, name)
+    return kubeconfig
+
+
+def pod_cidr(plane: cp.ControlPlane, node: str) -> str:
+    """The node's pod range, once kube-controller-manager gave it one."""
+    found: List[str] = []
+
+    def given() -> bool:
+        spec = cp.api(plane.url, plane.pki, "GET", f"/api/v1/nodes/{node}").get("spec", {})
+        found[:] = [spec.get("podCIDR", "")]
+        return bool(found[0])
+
+    cp.wait_until(f"node {node}'s podCIDR", given, plane.components, 60)
+    return found[0]
+
+
 def cmd_up(args) -> int:
     os.makedirs(args.dir, exist_ok=True)
     cmd_down(args, quiet=True)
-    argv = ["--tools", args.tools, "--images", args.images, "--owner", str(args.owner)]
-    return cp.spawn_supervisor(__file__, args.dir, argv, "cluster.log", STARTUP_LIMIT)
+    argv = ["--tools", args.tools, "--images", args.images, "--owner", str(args.owner),
+            "--nodes", str(args.nodes)]
+    # Each more node imports the images and starts its own runtime: two minutes more each.
+    return cp.spawn_supervisor(__file__, args.dir, argv, "cluster.log",
+                               STARTUP_LIMIT + 120 * (args.nodes - 1))
 
 
 def cmd_down(args, quiet: bool = False) -> int:
     cp.stop_supervisor(args.dir, __file__, 90)
     clean_host(os.path.abspath(args.dir))  # also when the supervisor died without cleaning
     if not quiet:
-        for d in ("etcd", "node"):
-            shutil.rmtree(os.path.join(args.dir, d), ignore_errors=True)
+        for d in os.listdir(args.dir) if os.path.isdir(args.dir) else []:
+            if d == "etcd" or d.startswith("node"):
+                shutil.rmtree(os.path.join(args.dir, d), ignore_errors=True)
         log("stopped")
     return 0
 
 
 def cmd_run(args) -> int:
     args.owner = 0
-    return serve(args)
+    return serve_any(args)
+
+
+def serve_any(args) -> int:
+    return serve_nodes(args) if args.nodes > 1 else serve(args)
 
 
 def main() -> int:
@@ -510,13 +656,15 @@ def main() -> int:
         p.add_argument("--tools", required=True)
         p.add_argument("--images", required=True)
         p.add_argument("--owner", type=int, default=0)
+        p.add_argument("--nodes", type=int, default=1,
+                       help="1: the single-node cluster; more: the multi-node one")
     sub.add_parser("down").add_argument("--dir", required=True)
     args = ap.parse_args()
     args.dir = os.path.abspath(args.dir)
     if args.cmd != "down":
         args.tools = os.path.abspath(args.tools)
         args.images = os.path.abspath(args.images)
-    return {"up": cmd_up, "down": cmd_down, "run": cmd_run, "serve": serve}[args.cmd](args)
+    return {"up": cmd_up, "down": cmd_down, "run": cmd_run, "serve": serve_any}[args.cmd](args)
 
 
 if __name__ == "__main__":

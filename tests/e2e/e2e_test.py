@@ -216,9 +216,11 @@ class Call:
     `interval_ms`, running in the background while a step happens."""
 
     def __init__(self, workdir: str, turn: tuple, cred: Dict[str, str], peer: str, tag: str,
-                 messages: int = MESSAGES, interval_ms: int = 5):
+                 messages: int = MESSAGES, interval_ms: int = 5, prefix: List[str] = ()):
+        """`prefix` runs uclient through a wrapper: nsenter into the client's network
+        namespace (tests/e2e/cluster_test.py)."""
         self.peer, self.tag, self.messages = peer, tag, messages
-        argv = ["turnutils_uclient", "-p", str(turn[1]), "-e", peer, "-r", str(MEDIA_PORT),
+        argv = [*prefix, "turnutils_uclient", "-p", str(turn[1]), "-e", peer, "-r", str(MEDIA_PORT),
                 "-m", "2", "-n", str(messages), "-l", "100", "-z", str(interval_ms), "-c",
                 "-u", cred["username"], "-w", cred["credential"], turn[0]]
         self.proc = h.Proc(f"uclient-{tag}", argv, workdir)

@@ -310,15 +310,18 @@ class ControlPlane(ComponentGroup):
     the test suite. With `nodes` (tests/e2e/cluster.py), `address` is the node's, which pods
     reach; kube-scheduler runs, and the apiserver has a client certificate for the kubelets'
     API and checks their serving certificates against the cluster CA. Without `crds` no CRD is
-    installed: a new cluster, as `helm install` of the chart meets it."""
+    installed: a new cluster, as `helm install` of the chart meets it. `pod_cidr` makes
+    kube-controller-manager give each node a /24 of it (spec.podCIDR), for a CNI that routes
+    between nodes."""
 
     def __init__(self, dirpath: str, tools: str, address: str = "127.0.0.1",
-                 nodes: bool = False, crds: bool = True):
+                 nodes: bool = False, crds: bool = True, pod_cidr: str = ""):
         self.dir = os.path.abspath(dirpath)
         self.tools = os.path.abspath(tools)
         self.address = address
         self.nodes = nodes
         self.crds = crds
+        self.pod_cidr = pod_cidr
         self.pki = os.path.join(self.dir, "pki")
         self.logs = os.path.join(self.dir, "logs")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
@@ -379,7 +382,9 @@ class ControlPlane(ComponentGroup):
             "--service-account-private-key-file", os.path.join(self.pki, "sa.key"),
             "--root-ca-file", os.path.join(self.pki, "ca.crt"),
             "--service-cluster-ip-range", SERVICE_CIDR,
-            "--leader-elect=false", "--secure-port", "0"], self.logs)
+            "--leader-elect=false", "--secure-port", "0",
+            *(["--allocate-node-cidrs", "--cluster-cidr", self.pod_cidr,
+               "--node-cidr-mask-size", "24"] if self.pod_cidr else [])], self.logs)
         cm.start()
         self.components.append(cm)
         if self.nodes:

@@ -1,0 +1,214 @@
+"""The network a multi-node cluster (tests/e2e/cluster.py --nodes N) lives in: network namespaces
+and addresses this module makes, and nothing that routes off the machine.
+
+    client ns (10.246.0.2)                   "the internet": where the seed's clients are
+         |  10.246.0.0/24
+    router ns (10.246.0.1, 10.245.0.254)     "the upstream network": BIRD 2, peering by BGP with
+         |  bridge `lan`, 10.245.0.0/24       every node's MetalLB speaker, installing the
+         |                                    LoadBalancer addresses it learns (ECMP) in its table
+    +----+---------+---------+---------+
+    host          node 1    node 2    node 3 ...   (10.245.0.1, .11, .12, .13)
+    (apiserver,   each a network namespace with its own containerd, kubelet, kube-proxy,
+     CoreDNS)     kube-router (pod routes, NetworkPolicy) and MetalLB speaker
+
+The host joins the LAN by one veth: the control plane and CoreDNS listen on 10.245.0.1, and the
+host has routes to the pod ranges (through their nodes) so that tests reach pods by their IPs,
+as the single-node cluster's host does. The host forwards nothing: the nodes' and the client's
+default routes point at the router, whose only links are the LAN and the client network.
+
+`Fabric.remove()` deletes the namespaces (their veths and the bridge go with them) and the host's
+routes; it works from what is on the machine, so it is safe after a crash and safe twice.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+import time
+from typing import Dict, List
+
+PREFIX = "kturn-c"  # every namespace and host interface this module makes starts with it
+ROUTER_NS = f"{PREFIX}-router"
+CLIENT_NS = f"{PREFIX}-client"
+HOST_IF = f"{PREFIX}-host"  # the host's end of its veth to the LAN
+LAN = ipaddress.ip_network("10.245.0.0/24")
+HOST_IP = "10.245.0.1"
+ROUTER_LAN_IP = "10.245.0.254"
+CLIENT_NET = ipaddress.ip_network("10.246.0.0/24")
+ROUTER_CLIENT_IP = "10.246.0.1"
+CLIENT_IP = "10.246.0.2"
+LB_POOL = "10.247.0.0/28"  # MetalLB's IPAddressPool: the LoadBalancer addresses
+CLUSTER_CIDR = "10.244.0.0/16"  # the pods; kube-controller-manager gives each node a /24
+ROUTER_ASN = 64512  # the upstream network
+NODE_ASN = 64513  # the cluster's speakers (MetalLB), one AS for every node
+
+
+def node_ns(i: int) -> str:
+    return f"{PREFIX}-n{i}"
+
+
+def node_ip(i: int) -> str:
+    return str(LAN.network_address + 10 + i)
+
+
+def run(*argv: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    r = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {(r.stderr or r.stdout).strip()}")
+    return r
+
+
+def in_ns(ns: str, *argv: str) -> List[str]:
+    """argv run in network namespace `ns` only: the mount namespace stays the host's, so that a
+    node's kubelet and containerd see each other's mounts (`ip netns exec` would give each a
+    mount namespace of its own)."""
+    return ["nsenter", f"--net=/run/netns/{ns}", "--", *argv]
+
+
+def ns_run(ns: str, *argv: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+    return run(*in_ns(ns, *argv), check=check, **kw)
+
+
+def sysctl(ns: str, key: str, value: str) -> None:
+    ns_run(ns, "sysctl", "-qw", f"{key}={value}")
+
+
+def namespaces() -> List[str]:
+    r = run("ip", "netns", "list", check=False)
+    return [line.split()[0] for line in r.stdout.splitlines()
+            if line.split() and line.split()[0].startswith(PREFIX + "-")]
+
+
+class Fabric:
+    def __init__(self, dirpath: str, nodes: int):
+        self.dir = os.path.join(dirpath, "fabric")
+        self.nodes = nodes
+
+    # --- the namespaces and their links --------------------------------------------------
+
+    def create(self) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        for ns in (ROUTER_NS, CLIENT_NS, *(node_ns(i) for i in range(1, self.nodes + 1))):
+            run("ip", "netns", "add", ns)
+            ns_run(ns, "ip", "link", "set", "lo", "up")
+        # The router: the LAN's bridge, the client network, forwarding between them.
+        ns_run(ROUTER_NS, "ip", "link", "add", "lan", "type", "bridge")
+        ns_run(ROUTER_NS, "ip", "addr", "add", f"{ROUTER_LAN_IP}/{LAN.prefixlen}", "dev", "lan")
+        ns_run(ROUTER_NS, "ip", "link", "set", "lan", "up")
+        sysctl(ROUTER_NS, "net.ipv4.ip_forward", "1")
+        # ECMP by flow (addresses and ports), as routers in front of a cluster do: one client's
+        # calls spread over the nodes that announce an address.
+        sysctl(ROUTER_NS, "net.ipv4.fib_multipath_hash_policy", "1")
+        self.veth(ROUTER_NS, "client", CLIENT_NS, "eth0")
+        ns_run(ROUTER_NS, "ip", "addr", "add", f"{ROUTER_CLIENT_IP}/{CLIENT_NET.prefixlen}",
+               "dev", "client")
+        ns_run(CLIENT_NS, "ip", "addr", "add", f"{CLIENT_IP}/{CLIENT_NET.prefixlen}", "dev",
+               "eth0")
+        ns_run(CLIENT_NS, "ip", "route", "add", "default", "via", ROUTER_CLIENT_IP)
+        # The host's leg: a veth whose LAN end is on the router's bridge.
+        run("ip", "link", "add", HOST_IF, "type", "veth", "peer", "name", "host", "netns",
+            ROUTER_NS)
+        self.on_lan("host")
+        run("ip", "addr", "add", f"{HOST_IP}/{LAN.prefixlen}", "dev", HOST_IF)
+        run("ip", "link", "set", HOST_IF, "up")
+        for i in range(1, self.nodes + 1):
+            ns = node_ns(i)
+            self.veth(ROUTER_NS, f"n{i}", ns, "eth0")
+            self.on_lan(f"n{i}")
+            ns_run(ns, "ip", "addr", "add", f"{node_ip(i)}/{LAN.prefixlen}", "dev", "eth0")
+            ns_run(ns, "ip", "route", "add", "default", "via", ROUTER_LAN_IP)
+            sysctl(ns, "net.ipv4.ip_forward", "1")
+            # kube-proxy's and kube-router's rules see the pods' bridged traffic.
+            sysctl(ns, "net.bridge.bridge-nf-call-iptables", "1")
+
+    def veth(self, ns_a: str, name_a: str, ns_b: str, name_b: str) -> None:
+        ns_run(ns_a, "ip", "link", "add", name_a, "type", "veth", "peer", "name", name_b,
+               "netns", ns_b)
+        ns_run(ns_a, "ip", "link", "set", name_a, "up")
+        ns_run(ns_b, "ip", "link", "set", name_b, "up")
+
+    def on_lan(self, port: str) -> None:
+        ns_run(ROUTER_NS, "ip", "link", "set", port, "master", "lan", "up")
+
+    def route_pods(self, pod_cidrs: Dict[int, str]) -> None:
+        """The host's routes to each node's pods, once the nodes have their ranges."""
+        for i, cidr in pod_cidrs.items():
+            run("ip", "route", "replace", cidr, "via", node_ip(i), "dev", HOST_IF)
+
+    def remove(self) -> None:
+        for ns in namespaces():
+            run("ip", "netns", "del", ns, check=False)
+        # The host's veth goes with its peer; its routes with it.
+        if os.path.exists(f"/sys/class/net/{HOST_IF}"):
+            run("ip", "link", "del", HOST_IF, check=False)
+
+    # --- the upstream router ----------------------------------------------------------------
+
+    def bird_config(self) -> str:
+        neighbors = "\n".join(f"""
+protocol bgp node{i} from speakers {{
+    neighbor {node_ip(i)} as {NODE_ASN};
+}}""" for i in range(1, self.nodes + 1))
+        return f"""# The upstream network's router: learns the LoadBalancer addresses from the cluster's
+# MetalLB speakers and routes them, across every node that announces one (ECMP).
+router id {ROUTER_LAN_IP};
+log "{self.dir}/bird.log" all;
+
+protocol device {{ scan time 2; }}
+protocol direct {{ ipv4; interface "lan", "client"; }}
+
+protocol kernel {{
+    ipv4 {{ export where source = RTS_BGP; }};
+    merge paths on;  # one route with a next hop for each announcing node
+    learn off;
+}}
+
+template bgp speakers {{
+    local {ROUTER_LAN_IP} as {ROUTER_ASN};
+    passive on;  # MetalLB's native speakers dial in, and never listen
+    hold time 9;  # a node that stops answering loses its routes in 9 s (BGPPeer holdTime too)
+    keepalive time 3;
+    # A speaker that restarts is taken back at once (the default waits 60 s after an error).
+    error wait time 1, 10;
+    ipv4 {{ import all; export none; }};
+}}
+{neighbors}
+"""
+
+    def bird_argv(self) -> List[str]:
+        conf = os.path.join(self.dir, "bird.conf")
+        with open(conf, "w") as f:
+            f.write(self.bird_config())
+        return in_ns(ROUTER_NS, "bird", "-f", "-c", conf, "-s", self.bird_socket())
+
+    def bird_socket(self) -> str:
+        return os.path.join(self.dir, "bird.ctl")
+
+    def birdc(self, *args: str) -> str:
+        return run("birdc", "-s", self.bird_socket(), *args).stdout
+
+    def lb_routes(self) -> Dict[str, List[str]]:
+        """The router's kernel routes into the pool: address -> the node IPs it goes through."""
+        pool = ipaddress.ip_network(LB_POOL)
+        out = ns_run(ROUTER_NS, "ip", "-j", "route", "show", "proto", "bird").stdout
+        routes: Dict[str, List[str]] = {}
+        for r in json.loads(out or "[]"):
+            dst = r.get("dst", "")
+            try:
+                if ipaddress.ip_network(dst if "/" in dst else dst + "/32").subnet_of(pool):
+                    hops = [h["gateway"] for h in r.get("nexthops", [])] or [r.get("gateway")]
+                    routes[dst.split("/")[0]] = sorted(h for h in hops if h)
+            except ValueError:
+                continue
+        return routes
+
+
+def wait(what: str, ready, limit: float) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"timed out after {limit:.0f} s waiting for {what}")

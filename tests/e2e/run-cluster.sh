@@ -22,20 +22,9 @@ cd "$top"
 
 ((EUID == 0)) || { echo "test-cluster: the nodes need root" >&2; exit 77; }
 
-step() {
-  local name=$1 start=$SECONDS
-  shift
-  echo "test-cluster: $name" >&2
-  "$@"
-  echo "test-cluster: $name: $((SECONDS - start)) s" >&2
-}
-
-down() {
-  local rc=$?
-  step "cluster down" python3 tests/e2e/cluster.py down --dir "$cluster" || rc=1
-  echo "test-cluster: $( ((rc == 0)) && echo passed || echo FAILED) in $SECONDS s" >&2
-  exit "$rc"
-}
+run=test-cluster
+# shellcheck source=tests/e2e/steps.sh
+source tests/e2e/steps.sh
 
 step "test tools" bash scripts/build-test-tools.sh --link "$build/test-tools" --cluster
 step "images" bash scripts/build-images.sh --out "$build/images"

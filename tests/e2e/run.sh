@@ -21,20 +21,9 @@ cd "$top"
 
 ((EUID == 0)) || { echo "test-e2e: the node needs root" >&2; exit 77; }
 
-step() {
-  local name=$1 start=$SECONDS
-  shift
-  echo "test-e2e: $name" >&2
-  "$@"
-  echo "test-e2e: $name: $((SECONDS - start)) s" >&2
-}
-
-down() {
-  local rc=$?
-  step "cluster down" python3 tests/e2e/cluster.py down --dir "$cluster" || rc=1
-  echo "test-e2e: $( ((rc == 0)) && echo passed || echo FAILED) in $SECONDS s" >&2
-  exit "$rc"
-}
+run=test-e2e
+# shellcheck source=tests/e2e/steps.sh
+source tests/e2e/steps.sh
 
 step "test tools" bash scripts/build-test-tools.sh --link "$build/test-tools"
 step "images" bash scripts/build-images.sh --out "$build/images"

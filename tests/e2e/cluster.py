@@ -12,6 +12,10 @@ tools only, never shipped.
     cluster.py down --dir DIR                                  stop it and remove what it made
     cluster.py run  --dir DIR --tools TOOLS --images DIR     the same in the foreground
 
+With --nodes N (N > 1) the cluster has N nodes instead, each in a network namespace of its own
+with kube-router and a MetalLB speaker beside its kubelet, behind a BGP router and a client
+network (tests/e2e/fabric.py; make test-cluster, docs/kubernetes.md#many-nodes).
+
 TOOLS is the folder scripts/build-test-tools.sh --link made. --images is the folder that
 scripts/build-images.sh wrote (archives and their list, images.tsv): they are imported into the
 node's containerd before the kubelet starts, so that pods find them without a registry; the pod

@@ -75,13 +75,7 @@ def log(msg: str) -> None:
     print(f"cluster: {msg}", file=sys.stderr, flush=True)
 
 
-def run(*argv: str, check: bool = True, quiet: bool = False, **kw) -> subprocess.CompletedProcess:
-    r = subprocess.run(argv, capture_output=True, text=True, **kw)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)}: {(r.stderr or r.stdout).strip()}")
-    if not quiet and r.returncode != 0:
-        log(f"{' '.join(argv)}: {(r.stderr or r.stdout).strip()}")
-    return r
+run = fabric.run
 
 
 # --- what the node changes on the machine, and how it is undone ----------------------------
@@ -257,8 +251,7 @@ def coredns(plane: cp.ControlPlane, dirpath: str, bind: str,
     """CoreDNS for the cluster's names, on `bind`, with its own RBAC, as its Deployment in a
     cluster has it."""
     kubeconfig = identity("coredns", "/CN=system:coredns")
-    run(os.path.join(plane.tools, "bin", "kubectl"), "--kubeconfig", plane.kubeconfig, "apply",
-        "-f", "-", input="\n---\n".join(json.dumps(d) for d in [
+    plane.apply([
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
              "metadata": {"name": "system:coredns"},
              "rules": [{"apiGroups": [""], "resources": ["endpoints", "services", "pods",
@@ -272,7 +265,7 @@ def coredns(plane: cp.ControlPlane, dirpath: str, bind: str,
                          "name": "system:coredns"},
              "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
                            "name": "system:coredns"}]},
-        ]))
+    ])
     corefile = write(os.path.join(dirpath, "coredns", "Corefile"), f""".:53 {{
     bind {bind}
     errors
@@ -469,7 +462,8 @@ state = "{self.dir}/containerd/state"
             "apiVersion": "kubeproxy.config.k8s.io/v1alpha1", "kind": "KubeProxyConfiguration",
             "clientConnection": {"kubeconfig": kubeconfig},
             "hostnameOverride": self.spec.name, "mode": "iptables",
-            "clusterCIDR": self.spec.cluster_cidr, "bindAddress": self.spec.ip, "healthzBindAddress": "127.0.0.1:10256",
+            "clusterCIDR": self.spec.cluster_cidr, "bindAddress": self.spec.ip,
+            "healthzBindAddress": "127.0.0.1:10256",
             "metricsBindAddress": "127.0.0.1:10249",
             # Leave the machine's conntrack table size alone.
             "conntrack": {"maxPerCore": 0, "min": 0},
@@ -481,7 +475,8 @@ state = "{self.dir}/containerd/state"
         self.start_component("kube-proxy", [self.tool("kube-proxy"), "--config", path])
 
     def node_ready(self) -> bool:
-        node = cp.api(self.plane.url, self.plane.pki, "GET", f"/api/v1/nodes/{self.spec.name}")
+        node = cp.api(self.plane.url, self.plane.pki, "GET",
+                      f"/api/v1/nodes/{self.spec.name}")
         return any(c["type"] == "Ready" and c["status"] == "True"
                    for c in node.get("status", {}).get("conditions", []))
 

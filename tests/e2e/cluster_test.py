@@ -214,8 +214,11 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                              if a["type"] == "InternalIP")
         print(f"node {name}: {node_ip[name]}, zone {zones[name]}, pods {n['spec'].get('podCIDR')}")
     h.check(len(zones) >= 3 and len(set(zones.values())) == 2, f"nodes and zones: {zones}")
-    print(f"router {env['ROUTER_NETNS']}: BGP with the nodes' MetalLB speakers;"
-          f" client {env['CLIENT_IP']} in {env['CLIENT_NETNS']}; pool {env['LB_POOL']}")
+    sessions_up = [line.split()[0] for line in net.birdc("show", "protocols").splitlines()
+                   if " BGP " in line and "Established" in line]
+    print(f"router {env['ROUTER_NETNS']}: BGP Established with {sessions_up}; client "
+          f"{env['CLIENT_IP']} in {env['CLIENT_NETNS']}; pool {env['LB_POOL']}")
+    h.check(len(sessions_up) == len(zones), f"the router's BGP sessions: {sessions_up}")
 
     # 1. The chart, kturnd spread across zones.
     auth_from = [{"podSelector": {}},
@@ -298,6 +301,10 @@ def body(args: argparse.Namespace, workdir: str) -> None:
               f"{sum(s.get('packets_to_client', 0) for s in records)}")
     total = sum(len(r) for r in served.values())
     h.check(total == 2 * CALLS, f"session records of the client: {total}, not {2 * CALLS}")
+    # The router hashes each flow: with 12 allocations, both kturnd pods get some (all on one
+    # would be the route's single next hop, or 1 in 2,048 by chance).
+    h.check(all(served.values()), "a kturnd pod got none of the client's allocations: "
+            f"{ {k: len(v) for k, v in served.items()} }")
     h.check(all(s.get("peers") == [media_ip] for r in served.values() for s in r),
             "a session's peers are not the media pod")
 

@@ -26,7 +26,7 @@ import ipaddress
 import json
 import os
 import subprocess
-import time
+import sys
 from typing import Dict, List
 
 PREFIX = "kturn-c"  # every namespace and host interface this module makes starts with it
@@ -53,10 +53,15 @@ def node_ip(i: int) -> str:
     return str(LAN.network_address + 10 + i)
 
 
-def run(*argv: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+def run(*argv: str, check: bool = True, quiet: bool = False,
+        **kw) -> subprocess.CompletedProcess:
+    """argv, its output captured: a failure raises (check) or is logged (unless quiet)."""
     r = subprocess.run(argv, capture_output=True, text=True, **kw)
     if check and r.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)}: {(r.stderr or r.stdout).strip()}")
+    if not quiet and r.returncode != 0:
+        print(f"cluster: {' '.join(argv)}: {(r.stderr or r.stdout).strip()}", file=sys.stderr,
+              flush=True)
     return r
 
 
@@ -76,7 +81,7 @@ def sysctl(ns: str, key: str, value: str) -> None:
 
 
 def namespaces() -> List[str]:
-    r = run("ip", "netns", "list", check=False)
+    r = run("ip", "netns", "list", check=False, quiet=True)
     return [line.split()[0] for line in r.stdout.splitlines()
             if line.split() and line.split()[0].startswith(PREFIX + "-")]
 
@@ -139,10 +144,10 @@ class Fabric:
 
     def remove(self) -> None:
         for ns in namespaces():
-            run("ip", "netns", "del", ns, check=False)
+            run("ip", "netns", "del", ns, check=False, quiet=True)
         # The host's veth goes with its peer; its routes with it.
         if os.path.exists(f"/sys/class/net/{HOST_IF}"):
-            run("ip", "link", "del", HOST_IF, check=False)
+            run("ip", "link", "del", HOST_IF, check=False, quiet=True)
 
     # --- the upstream router ----------------------------------------------------------------
 
@@ -151,8 +156,8 @@ class Fabric:
 protocol bgp node{i} from speakers {{
     neighbor {node_ip(i)} as {NODE_ASN};
 }}""" for i in range(1, self.nodes + 1))
-        return f"""# The upstream network's router: learns the LoadBalancer addresses from the cluster's
-# MetalLB speakers and routes them, across every node that announces one (ECMP).
+        return f"""# The upstream network's router: learns the LoadBalancer addresses from the
+# cluster's MetalLB speakers and routes them, across every node that announces one (ECMP).
 router id {ROUTER_LAN_IP};
 log "{self.dir}/bird.log" all;
 
@@ -204,11 +209,3 @@ template bgp speakers {{
                 continue
         return routes
 
-
-def wait(what: str, ready, limit: float) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"timed out after {limit:.0f} s waiting for {what}")

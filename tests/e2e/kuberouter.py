@@ -49,7 +49,7 @@ def cni_config(node_dir: str) -> str:
 def install(plane: cp.ControlPlane) -> None:
     """kube-router's RBAC, as its DaemonSet's ClusterRole has it (read only: it writes
     nothing to the API without its load balancer allocator)."""
-    cp.api(plane.url, plane.pki, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+    plane.apply([{
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {"name": "kube-router"},
         "rules": [
@@ -59,16 +59,13 @@ def install(plane: cp.ControlPlane) -> None:
             {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
              "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
-             "verbs": ["get", "list", "watch"]}]})
-    cp.api(plane.url, plane.pki, "POST",
-           "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-               "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-               "metadata": {"name": "kube-router"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                           "name": "kube-router"},
-               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                             "name": "kube-router"}]})
-
+             "verbs": ["get", "list", "watch"]}]}, {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "kube-router"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "kube-router"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                      "name": "kube-router"}]}])
 
 def start(node: "Node") -> None:
     """kube-router on `node`: the caller waited for the node's pod range (without one,

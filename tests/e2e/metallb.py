@@ -17,7 +17,6 @@ Built by scripts/build-test-tools.sh --cluster (v0.15.2, tests/tools/metallb/go.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import subprocess
 from typing import TYPE_CHECKING, Callable, List
@@ -33,15 +32,6 @@ if TYPE_CHECKING:
 NAMESPACE = "metallb-system"
 POOL = "kturn-pool"
 HOLD_TIME = "9s"  # the router's too: a node that stops answering loses its routes in 9 s
-
-
-def kubectl_apply(plane: cp.ControlPlane, docs: List[dict]) -> None:
-    r = subprocess.run([os.path.join(plane.tools, "bin", "kubectl"), "--kubeconfig",
-                        plane.kubeconfig, "apply", "--server-side", "-f", "-"],
-                       input="\n---\n".join(json.dumps(d) for d in docs), capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"kubectl apply: {r.stderr.strip()}")
 
 
 def rbac() -> List[dict]:
@@ -133,13 +123,13 @@ def install(plane: cp.ControlPlane, identity: Callable[[str, str], str]) -> cp.C
     for path in crds:
         with open(path) as f:
             docs += [fix_asn_format(d) for d in yaml.safe_load_all(f) if d]
-    kubectl_apply(plane, docs + [{"apiVersion": "v1", "kind": "Namespace",
+    plane.apply(docs + [{"apiVersion": "v1", "kind": "Namespace",
                                   "metadata": {"name": NAMESPACE}}] + rbac())
     cp.wait_until("the CRDs established", lambda: subprocess.run(
         [os.path.join(plane.tools, "bin", "kubectl"), "--kubeconfig", plane.kubeconfig, "wait",
          "--for", "condition=Established", "--timeout", "1s", "crd", "--all"],
         capture_output=True).returncode == 0, plane.components, 30)
-    kubectl_apply(plane, config())
+    plane.apply(config())
     # The speakers' Pods need the namespace's default ServiceAccount (admission checks it).
     cp.wait_until(f"the {NAMESPACE} ServiceAccount", lambda: cp.api(
         plane.url, plane.pki, "GET", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default"),
@@ -157,7 +147,7 @@ def speaker(node: "Node") -> None:
     """The node's speaker, in its network namespace: it peers with the router from the node's
     address."""
     pod = f"speaker-{node.spec.name}"
-    kubectl_apply(node.plane, [placeholder_pod(pod)])
+    node.plane.apply([placeholder_pod(pod)])
     kubeconfig = node.identity("metallb-speaker", "/CN=metallb-speaker")
     node.start_component("metallb-speaker", [
         node.tool("metallb-speaker"), "--kubeconfig", kubeconfig, "--namespace", NAMESPACE,

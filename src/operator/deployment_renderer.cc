@@ -120,7 +120,13 @@ Json podSpec(const k8s::Gateway& gw, const k8s::Dataplane& dp, const RenderOptio
   }
   spec["terminationGracePeriodSeconds"] =
       dp.terminationGracePeriodSeconds.value_or(kTerminationGraceSeconds);
-  if (dp.hostNetwork) spec["hostNetwork"] = true;
+  if (dp.hostNetwork) {
+    spec["hostNetwork"] = true;
+    // A pod in the node's network namespace resolves with the node's resolver unless it asks
+    // for the cluster's: without this it cannot find the config discovery Service by name
+    // (STUNner renders none, so its hostNetwork pods depend on the node resolving *.svc).
+    spec["dnsPolicy"] = "ClusterFirstWithHostNet";
+  }
   if (dp.affinity) spec["affinity"] = *dp.affinity;
   if (dp.tolerations) spec["tolerations"] = *dp.tolerations;
   if (dp.securityContext) spec["securityContext"] = *dp.securityContext;

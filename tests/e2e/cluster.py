@@ -119,7 +119,7 @@ class HostState:
 # the cluster's (a supervisor that was killed leaves them).
 PROGRAMS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
             "kube-proxy", "coredns", "containerd", "containerd-shim-runc-v2", "bird",
-            "kube-router", "metallb-controller", "metallb-speaker"}
+            "kube-router", "metallb-controller", "metallb-speaker", fabric.FIB_PROGRAM}
 
 
 def processes_under(prefix: str) -> List[int]:
@@ -550,10 +550,10 @@ def serve_nodes(args) -> int:
         t0 = time.monotonic()
         clean_host(plane.dir)  # an earlier run's leftovers
         net.create()
-        bird = cp.Component("bird", net.bird_argv(), plane.logs)
-        bird.start()
-        shared.components.append(bird)
-        plane.start()
+        plane.start()  # first: it clears the logs folder
+        for name, argv in (("bird", net.bird_argv()), ("fib", net.fib_argv())):
+            shared.components.append(cp.Component(name, argv, plane.logs))
+            shared.components[-1].start()
         shared.components.append(coredns(plane, plane.dir, fabric.HOST_IP,
                                          lambda n, s: identity(plane, plane.dir, n, s)))
         kuberouter.install(plane)

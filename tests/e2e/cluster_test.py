@@ -15,6 +15,15 @@ speakers announce for the Gateway's LoadBalancer address (tests/e2e/fabric.py dr
   4. Calls from the client namespace to that address, spread by the router's per-flow ECMP
      over both kturnd pods: every message echoed, none lost; each kturnd pod's session records
      show the client's own address (no SNAT on the way) and the media pod as the peer.
+  5. The chart's and the operator's NetworkPolicies, enforced by kube-router: each refusal from
+     a pod of another namespace, and each allowed path.
+  6. A node lost: calls in progress through both kturnd pods, then one pod's node cut off the
+     network. The calls through the other node lose nothing, the router withdraws the lost
+     node's path when its BGP session times out, the client's new allocations land on the
+     surviving node, and when the node is back it takes new calls (each time measured).
+  7. STUNner's DaemonSet mode: a second Gateway whose Dataplane runs kturnd with hostNetwork on
+     every node; each pod's relay address is its node's, the router reaches the Gateway's
+     address through every node, and a call through each node loses nothing.
 
   /usr/bin/python3 tests/e2e/cluster_test.py --cluster DIR     (DIR: cluster.py's --dir)
 """
@@ -25,15 +34,17 @@ import argparse
 import ipaddress
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 import urllib.parse
 import urllib.request
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import cluster  # noqa: E402  (the cluster's processes)
 import e2e_test as e2e  # noqa: E402  (its Cluster, Call, manifests and waits)
 import fabric  # noqa: E402
 
@@ -77,6 +88,9 @@ def media_apart() -> List[dict]:
         "labelSelector": {"matchLabels": {"stunner.l7mp.io/related-gateway-name": GW_NAME}},
         "namespaces": [GW_NS], "topologyKey": "kubernetes.io/hostname"}]}}
     return docs
+
+
+op_wait = e2e.op.wait_for  # wait_for with its own interval: for what is timed
 
 
 def pods(c: e2e.Cluster, ns: str, selector: str) -> List[dict]:
@@ -188,10 +202,327 @@ def sessions(c: e2e.Cluster, pod: str) -> List[dict]:
     return found
 
 
+def idle_cost(dirpath: str, seconds: float = 15) -> str:
+    """What the cluster's processes (control plane, nodes, router, containers) cost while
+    nothing happens: CPU over `seconds`, and memory (proportional set size, shared pages
+    split among their users)."""
+    clock = os.sysconf("SC_CLK_TCK")
+
+    def cpu(pids: List[int]) -> float:
+        total = 0.0
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / clock  # utime, stime
+            except (OSError, IndexError, ValueError):
+                pass
+        return total
+
+    pids = cluster.processes_under(os.path.abspath(dirpath))
+    before, t = cpu(pids), time.monotonic()
+    time.sleep(seconds)
+    used = (cpu(pids) - before) / (time.monotonic() - t)
+    pss = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                pss += sum(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, ValueError):
+            pass
+    return f"{len(pids)} processes, {100 * used:.0f} % of one core, {pss / 1024:.0f} MiB"
+
+
 def stun_answered(client: List[str], address: str, port: int) -> bool:
     r = subprocess.run([*client, "turnutils_stunclient", "-p", str(port), address],
                        capture_output=True, text=True, timeout=10)
     return r.returncode == 0 and "UDP reflexive addr" in r.stdout
+
+
+
+# --- 6. a node lost ----------------------------------------------------------------------------
+
+LOSS_MESSAGES, LOSS_INTERVAL_MS = 2000, 20  # 40 s calls, running through the loss
+RELAYED = re.compile(r"Received relay addr: ([0-9.]+):")
+
+
+def relayed_by(call: e2e.Call) -> Optional[List[str]]:
+    """The kturnd pods (relayed addresses) holding a verbose uclient call's allocations, once it
+    has made them all (uclient makes two per client, each from a source port of its own, so
+    the router may hash them to different nodes)."""
+    out = call.proc.output()
+    return sorted(RELAYED.findall(out)) if "Total connect time" in out else None
+
+
+def place_calls(start, want: Dict[str, int], limit: int) -> Dict[str, List[e2e.Call]]:
+    """Starts calls (`start(i)` makes call i) one at a time until each relayed address of
+    `want` (a kturnd pod's IP) holds that many calls whole; the router's hash decides where
+    each allocation lands. Every call started is returned, under its pod's address, or under
+    "split" when its allocations went to two pods."""
+    placed: Dict[str, List[e2e.Call]] = {}
+    for i in range(limit):
+        if all(len(placed.get(ip, [])) >= k for ip, k in want.items()):
+            break
+        call = start(i)
+        ips = op_wait(f"the allocations of call {call.tag}", lambda: relayed_by(call), 30,
+                      interval=0.2)
+        placed.setdefault(ips[0] if len(set(ips)) == 1 else "split", []).append(call)
+    h.check(all(len(placed.get(ip, [])) >= k for ip, k in want.items()),
+            f"{limit} calls did not give each pod its share {want}: "
+            f"{ {ip: len(v) for ip, v in placed.items()} }")
+    return placed
+
+
+# Allocations from the client network, one after another, each from a new source port (a new
+# flow for the router's hash): when each was tried, whether it was granted, and its relayed
+# address (the kturnd pod's IP: it says which node took it).
+ALLOCATIONS = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from harness.turn_client import TurnClient
+from harness.runner import TestFailure
+host, port, user, password, local = sys.argv[2], int(sys.argv[3]), *sys.argv[4:7]
+until, stop_at = time.time() + float(sys.argv[7]), set(sys.argv[8].split(","))
+seen = set()
+while time.time() < until:
+    t = time.time()
+    with TurnClient((host, port), user, password, local_host=local, rto=0.2, tries=3) as turn:
+        try:
+            turn.allocate()
+            relay = turn.relayed[0]
+            turn.refresh(0)
+            print(json.dumps({"t": t, "end": time.time(), "relay": relay}), flush=True)
+            seen.add(relay)
+            if stop_at <= seen:
+                break
+        except TestFailure as e:
+            print(json.dumps({"t": t, "end": time.time(), "error": str(e)}), flush=True)
+    time.sleep(0.05)
+"""
+
+
+def allocations(env: Dict[str, str], cred: Dict[str, str], address: str, seconds: float,
+                port: int = 3478, stop_after: frozenset = frozenset({"-"})) -> subprocess.Popen:
+    """ALLOCATIONS in the client's namespace for `seconds`, or until allocations were relayed
+    by every address of `stop_after`; `attempts()` reads what it printed."""
+    return subprocess.Popen(
+        fabric.in_ns(env["CLIENT_NETNS"], sys.executable, "-c", ALLOCATIONS,
+                     os.path.join(e2e.REPO, "tests", "interop"), address, str(port),
+                     cred["username"], cred["credential"], env["CLIENT_IP"], str(seconds),
+                     ",".join(sorted(stop_after))), stdout=subprocess.PIPE, text=True)
+
+
+def attempts(proc: subprocess.Popen, seconds: float) -> List[dict]:
+    out, _ = proc.communicate(timeout=seconds + 30)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def node_index(name: str) -> int:
+    return int(name.rsplit("-n", 1)[1])
+
+
+def node_loss(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], workdir: str,
+              cred: Dict[str, str], address: str, relays: List[dict], media_ip: str,
+              node_ip: Dict[str, str]) -> Dict[str, float]:
+    """Calls in progress through both kturnd pods; the node of one is cut off the network (its
+    link to the router down: no goodbye, as a power loss); its BGP session times out and the
+    router withdraws its path. The calls through the other node lose nothing, new allocations
+    land there, and when the node is back it takes calls again."""
+    print("--- 6. a node lost")
+    client = fabric.in_ns(env["CLIENT_NETNS"])
+    turn = (address, 3478)
+    victim, survivor = relays
+    vname, sname = victim["metadata"]["name"], survivor["metadata"]["name"]
+    vnode = victim["spec"]["nodeName"]
+    vip, sip = victim["status"]["podIP"], survivor["status"]["podIP"]
+    numbers: Dict[str, float] = {}
+
+    def call(tag: str, messages: int):
+        return lambda i: e2e.Call(workdir, turn, cred, media_ip, f"{tag}-{i}", messages=messages,
+                                  interval_ms=LOSS_INTERVAL_MS, prefix=client, allocations=1,
+                                  verbose=True)
+    placed = place_calls(call("loss", LOSS_MESSAGES), {vip: 2, sip: 2}, 16)
+    print(f"calls in progress: {len(placed[vip])} through {vname} on {vnode} (to be lost), "
+          f"{len(placed[sip])} through {sname} (to survive), "
+          f"{len(placed.get('split', []))} split between them")
+    for calls in placed.values():
+        for each in calls:
+            op_wait(f"call {each.tag} relaying", lambda: re.search(
+                r"tot_recv_msgs=[1-9]", each.proc.output()), 20, interval=0.2)
+
+    # The loss: the node's link to the router goes down.
+    port = f"n{node_index(vnode)}"
+    lost_at = time.time()
+    fabric.ns_run(fabric.ROUTER_NS, "ip", "link", "set", port, "down")
+    print(f"{vnode} ({node_ip[vnode]}) cut off: its link {port} on the router is down")
+    window = 20.0
+    probe_proc = allocations(env, cred, address, window)
+    withdrawn = op_wait(f"the router to withdraw {address} via {node_ip[vnode]}", lambda: (
+        time.time() if node_ip[vnode] not in net.lb_routes().get(address, [node_ip[vnode]])
+        else None), 30, interval=0.1)
+    numbers["withdrawn"] = withdrawn - lost_at
+    print(f"router: {address} via {net.lb_routes().get(address)} "
+          f"{numbers['withdrawn']:.1f} s after the loss (BGP hold time 9 s)")
+    tried = attempts(probe_proc, window)
+    granted = [a for a in tried if "relay" in a]
+    failed = [a for a in tried if "error" in a]
+    h.check(granted, f"no allocation granted in the {window:.0f} s after the loss: {tried}")
+    numbers["first allocation"] = granted[0]["end"] - lost_at
+    numbers["last failure"] = (failed[-1]["t"] - lost_at) if failed else 0.0
+    print(f"allocations from the client after the loss: {len(tried)} tried, {len(granted)} "
+          f"granted (the first {numbers['first allocation']:.2f} s after the loss), "
+          f"{len(failed)} unanswered (the last tried {numbers['last failure']:.1f} s after)")
+    h.check(all(a["relay"] == sip for a in granted),
+            f"an allocation relayed by another than the surviving pod {sip}: {granted}")
+    late = [a for a in failed if a["t"] > withdrawn]
+    h.check(not late, f"allocations unanswered after the route was withdrawn: {late}")
+
+    timeout = LOSS_MESSAGES * LOSS_INTERVAL_MS / 1000 + 60
+    for each in placed[sip]:
+        each.finish(timeout=timeout)
+    for each in placed[vip]:
+        rc, s = each.outcome(timeout=timeout)
+        h.check(s["lost"] > 0, f"call {each.tag} through the lost node lost nothing")
+    split = [each.outcome(timeout=timeout)[1]["lost"] for each in placed.get("split", [])]
+    print(f"calls through {sname} (surviving node): {len(placed[sip])}, none lost a message; "
+          f"through {vname} (lost node): {len(placed[vip])}, cut; split: lost {split}")
+
+    # The node comes back, under calls in progress (all through the surviving node): adding
+    # the returning node's path must not move them.
+    across_s = 60
+    across = place_calls(call("across", across_s * 1000 // LOSS_INTERVAL_MS), {sip: 4}, 4)[sip]
+    time.sleep(2)
+    back_at = time.time()
+    fabric.ns_run(fabric.ROUTER_NS, "ip", "link", "set", port, "up")
+    op_wait(f"the router's route to {address} via {node_ip[vnode]} again", lambda: (
+        node_ip[vnode] in net.lb_routes().get(address, [])), 180, interval=0.2)
+    numbers["route back"] = time.time() - back_at
+    ready = next(cond["status"] for cond in c.get("node", vnode)["status"]["conditions"]
+                 if cond["type"] == "Ready")
+    print(f"{vnode} back: the router routes {address} through it again "
+          f"{numbers['route back']:.1f} s after its link came up (node Ready: {ready})")
+    h.check(numbers["route back"] < across_s - 10, "the node's route came back after the calls "
+            f"meant to run across it had (nearly) ended: {numbers['route back']:.0f} s")
+    outcomes = {each.tag: each.outcome() for each in across}
+    cut = {tag: s["lost"] for tag, (rc, s) in outcomes.items()
+           if rc != 0 or s["lost"] or s["recv"] != across[0].expected}
+    print(f"{len(across)} calls in progress through {sname} while {vnode} came back: "
+          f"{len(cut)} lost messages {cut}")
+    h.check(not cut, f"calls moved off {sname} when {vnode} came back: {cut}")
+    proc = allocations(env, cred, address, 30, stop_after={vip})
+    tried = attempts(proc, 30)
+    h.check(tried and tried[-1].get("relay") == vip,
+            f"no allocation relayed by {vname} after its node came back: {tried}")
+    placed = place_calls(call("back", 200), {vip: 1}, 16)
+    for calls in placed.values():
+        for each in calls:
+            each.finish()
+    print(f"after the return: {len(tried)} allocations until one landed on {vname}; calls "
+          f"through it and the other node lost nothing")
+    return numbers
+
+
+
+# --- 7. the hostNetwork DaemonSet mode -------------------------------------------------------
+
+HOSTNET = "hostnet"  # the DaemonSet Gateway's Dataplane, GatewayConfig, GatewayClass, Gateway
+HOSTNET_GW = f"{HOSTNET}-gateway"
+HOSTNET_PORT = 3479
+
+
+def hostnet_manifests(c: e2e.Cluster, address: str) -> List[dict]:
+    """A second Gateway run as STUNner's DaemonSet mode: a Dataplane like the chart's, with
+    hostNetwork and dataplaneResource DaemonSet (one kturnd per node, in the node's network
+    namespace, its relay address the node's), a GatewayConfig and GatewayClass naming it, and a
+    Gateway on its own LoadBalancer address routed to the same media server."""
+    dp = c.get("dataplane", "default")
+    spec = dp["spec"]
+    spec.update(hostNetwork=True, dataplaneResource="DaemonSet")
+    for key in ("replicas", "affinity"):
+        spec.pop(key, None)
+    # The namespaced sysctl that lets a non-root kturnd bind ports below 1024 is refused in the
+    # node's network namespace (docs/kubernetes.md#6-security-contexts); the port is above.
+    spec.get("securityContext", {}).pop("sysctls", None)
+    config = c.get("gatewayconfig", "stunner-config", "stunner")["spec"]
+    config["dataplane"] = HOSTNET
+    return [
+        {"apiVersion": dp["apiVersion"], "kind": "Dataplane", "metadata": {"name": HOSTNET},
+         "spec": spec},
+        {"apiVersion": "stunner.l7mp.io/v1", "kind": "GatewayConfig",
+         "metadata": {"name": f"{HOSTNET}-config", "namespace": "stunner"}, "spec": config},
+        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+         "metadata": {"name": f"{HOSTNET}-gatewayclass"},
+         "spec": {"controllerName": "stunner.l7mp.io/gateway-operator",
+                  "parametersRef": {"group": "stunner.l7mp.io", "kind": "GatewayConfig",
+                                    "name": f"{HOSTNET}-config", "namespace": "stunner"}}},
+        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+         "metadata": {"name": HOSTNET_GW, "namespace": GW_NS, "annotations": {
+             "stunner.l7mp.io/external-traffic-policy": "local"}},
+         "spec": {"gatewayClassName": f"{HOSTNET}-gatewayclass",
+                  "addresses": [{"type": "IPAddress", "value": address}],
+                  "listeners": [{"name": "turn-udp", "port": HOSTNET_PORT,
+                                 "protocol": "TURN-UDP"}]}},
+        {"apiVersion": "stunner.l7mp.io/v1", "kind": "UDPRoute",
+         "metadata": {"name": f"{HOSTNET}-route", "namespace": GW_NS},
+         "spec": {"parentRefs": [{"name": HOSTNET_GW}],
+                  "rules": [{"backendRefs": [{"name": "media-server"}]}]}},
+    ]
+
+
+def daemonset_mode(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], workdir: str,
+                   cred: Dict[str, str], media_ip: str, node_ip: Dict[str, str]) -> None:
+    """kturnd on every node in the node's network namespace: each pod's relay address is its
+    node's (the pod IP of a hostNetwork pod), the router reaches the Gateway's address through
+    every node, and a call through each node reaches the media pod, which admits the nodes'
+    addresses (a hostNetwork pod sends from its node's)."""
+    print("--- 7. the hostNetwork DaemonSet mode")
+    address = str(ipaddress.ip_network(env["LB_POOL"])[11])
+    c.apply(hostnet_manifests(c, address))
+    policy = media_policy()
+    policy["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": str(fabric.LAN)}})
+    c.apply([policy])
+    selector = f"stunner.l7mp.io/related-gateway-name={HOSTNET_GW}"
+    nodes = sorted(node_ip)
+    relays = e2e.wait_for(f"a ready hostNetwork kturnd pod on each of {nodes}", lambda: (
+        lambda ps: ps if sorted(p["spec"]["nodeName"] for p in ps) == nodes and all(
+            e2e.condition(p, "Ready") and e2e.condition(p, "Ready")["status"] == "True"
+            for p in ps) else None)(pods(c, GW_NS, selector)), 240)
+    ds = c.get("daemonset", HOSTNET_GW, GW_NS)
+    print(f"DaemonSet {GW_NS}/{HOSTNET_GW}: {ds['status'].get('numberReady')} of "
+          f"{ds['status'].get('desiredNumberScheduled')} ready, hostNetwork "
+          f"{ds['spec']['template']['spec'].get('hostNetwork')}")
+    for p in relays:
+        h.check(p["status"]["podIP"] == node_ip[p["spec"]["nodeName"]],
+                f"hostNetwork pod {p['metadata']['name']} has IP {p['status']['podIP']}")
+    expected = sorted(node_ip.values())
+    routes = op_wait(f"the router's route to {address} through every node {expected}", lambda: (
+        lambda r: r if r.get(address) == expected else None)(net.lb_routes()), 120)
+    print(f"router: {address} via {routes[address]}")
+    e2e.wait_for(f"STUN from the client to {address}:{HOSTNET_PORT}", lambda: stun_answered(
+        fabric.in_ns(env["CLIENT_NETNS"]), address, HOSTNET_PORT), 60)
+
+    # Relay address discovery: each allocation's relayed address is the node that took it.
+    proc = allocations(env, cred, address, 40, port=HOSTNET_PORT, stop_after=set(expected))
+    tried = attempts(proc, 40)
+    relayed = sorted({a["relay"] for a in tried if "relay" in a})
+    print(f"{len(tried)} allocations from the client: relayed addresses {relayed}")
+    h.check(relayed == expected, f"relayed addresses {relayed}, not every node's {expected}")
+
+    turn = (address, HOSTNET_PORT)
+    placed = place_calls(lambda i: e2e.Call(
+        workdir, turn, cred, media_ip, f"hostnet-{i}", messages=200, interval_ms=10,
+        prefix=fabric.in_ns(env["CLIENT_NETNS"]), allocations=1, verbose=True),
+        {ip: 1 for ip in expected}, 24)
+    for calls in placed.values():
+        for each in calls:
+            each.finish()
+    by_node = {p["spec"]["nodeName"]: len(placed[p["status"]["podIP"]]) for p in relays}
+    print(f"calls through each node's kturnd, none lost a message: {by_node}")
+    for p in relays:
+        records = [r for r in sessions(c, p["metadata"]["name"])
+                   if r.get("client", "").startswith(env["CLIENT_IP"] + ":")]
+        h.check(records and all(r.get("peers") == [media_ip] for r in records),
+                f"{p['metadata']['name']}: session records of the client {records}")
 
 
 def body(args: argparse.Namespace, workdir: str) -> None:
@@ -219,6 +550,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     print(f"router {env['ROUTER_NETNS']}: BGP Established with {sessions_up}; client "
           f"{env['CLIENT_IP']} in {env['CLIENT_NETNS']}; pool {env['LB_POOL']}")
     h.check(len(sessions_up) == len(zones), f"the router's BGP sessions: {sessions_up}")
+    print(f"idle, before kturn: {idle_cost(args.cluster)}")
 
     # 1. The chart, kturnd spread across zones.
     auth_from = [{"podSelector": {}},
@@ -229,7 +561,10 @@ def body(args: argparse.Namespace, workdir: str) -> None:
            "--wait", "--timeout", "5m", "--set", f"dataplane.replicas={REPLICAS}",
            "--set-json", f"dataplane.affinity={json.dumps(anti_affinity())}",
            "--set", "dataplane.enableMetricsEndpoint=true",
-           "--set-json", f"networkPolicy.auth.from={json.dumps(auth_from)}")
+           "--set-json", f"networkPolicy.auth.from={json.dumps(auth_from)}",
+           # The hostNetwork kturnd pods of step 7 reach CDS from their nodes' addresses.
+           "--set-json", "networkPolicy.cds.extraFrom=" + json.dumps(
+               [{"ipBlock": {"cidr": str(fabric.LAN)}}]))
     c.apply(probe_pods())
     timings["helm install"] = time.monotonic() - t0
 
@@ -333,6 +668,15 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         print(f"  {what} ({host}:{port}/{kind}) from a {source}: {got}")
         h.check(got == want, f"{what} from a {source}: {got}, expected {want}")
     timings["policies"] = time.monotonic() - t0
+
+    loss = node_loss(c, net, env, workdir, cred, address, relays, media_ip, node_ip)
+    timings["node loss"] = time.monotonic() - t0
+    print("node loss: " + ", ".join(f"{k} {v:.2f} s" for k, v in loss.items()))
+
+    daemonset_mode(c, net, env, workdir, cred, media_ip, node_ip)
+    timings["DaemonSet mode"] = time.monotonic() - t0
+    print(f"idle, with kturn (both Gateways, {REPLICAS} + {len(node_ip)} kturnd pods): "
+          f"{idle_cost(args.cluster)}")
     print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     args.passed = True
 

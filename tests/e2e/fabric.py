@@ -41,6 +41,9 @@ ROUTER_CLIENT_IP = "10.246.0.1"
 CLIENT_IP = "10.246.0.2"
 LB_POOL = "10.247.0.0/28"  # MetalLB's IPAddressPool: the LoadBalancer addresses
 CLUSTER_CIDR = "10.244.0.0/16"  # the pods; kube-controller-manager gives each node a /24
+LEARNED_TABLE = 100  # the router's kernel table for the routes BIRD learns
+FIB_PROGRAM = "kturn-fib"  # the FIB agent's process name
+BUCKETS, IDLE_S = 128, 60  # each address' resilient next-hop group: buckets, idle timer
 ROUTER_ASN = 64512  # the upstream network
 NODE_ASN = 64513  # the cluster's speakers (MetalLB), one AS for every node
 
@@ -164,7 +167,10 @@ log "{self.dir}/bird.log" all;
 protocol device {{ scan time 2; }}
 protocol direct {{ ipv4; interface "lan", "client"; }}
 
+# What BIRD learned goes to a table of its own, kernel table {LEARNED_TABLE}; the FIB agent
+# (fib_agent(), below) forwards by it with resilient hashing.
 protocol kernel {{
+    kernel table {LEARNED_TABLE};
     ipv4 {{ export where source = RTS_BGP; }};
     merge paths on;  # one route with a next hop for each announcing node
     learn off;
@@ -194,6 +200,12 @@ template bgp speakers {{
     def birdc(self, *args: str) -> str:
         return run("birdc", "-s", self.bird_socket(), *args).stdout
 
+    def fib_argv(self) -> List[str]:
+        """The FIB agent, in the router's namespace, named FIB_PROGRAM in the process table
+        (so that cluster.py finds a leftover one)."""
+        return in_ns(ROUTER_NS, "bash", "-c", f'exec -a {FIB_PROGRAM} "$0" "$@"',
+                     sys.executable, os.path.abspath(__file__), "fib", self.dir)
+
     def lb_routes(self) -> Dict[str, List[str]]:
         """The router's kernel routes into the pool: address -> the node IPs it goes through."""
         pool = ipaddress.ip_network(LB_POOL)
@@ -204,8 +216,88 @@ template bgp speakers {{
             try:
                 if ipaddress.ip_network(dst if "/" in dst else dst + "/32").subnet_of(pool):
                     hops = [h["gateway"] for h in r.get("nexthops", [])] or [r.get("gateway")]
-                    routes[dst.split("/")[0]] = sorted(h for h in hops if h)
+                    routes[dst.split("/")[0]] = sorted({h for h in hops if h})
             except ValueError:
                 continue
         return routes
 
+
+# --- the router's forwarding: resilient ECMP ------------------------------------------------------
+#
+# Routers in front of a cluster hash each flow onto one of the nodes that announce an address.
+# Linux's plain multipath route (hash-threshold) splits the hash space into one range per next
+# hop: when a node is added or removed, the ranges of the others shift too, and flows of nodes
+# that did not change move. A TURN allocation is bound to the kturnd pod that holds it, so a
+# moved flow is a cut call. Data-centre routers avoid that with resilient hashing, and so does
+# this one: one kernel next-hop group of type resilient per LoadBalancer address, built from
+# what BIRD learned. A next hop removed gives its buckets to the others; one added takes only
+# buckets idle for IDLE_S seconds, so no flow in progress moves.
+
+
+def learned(table: int = LEARNED_TABLE) -> Dict[str, List[str]]:
+    """BIRD's routes in `table`: destination -> its next hops."""
+    shown = run("ip", "-j", "route", "show", "table", str(table), check=False, quiet=True)
+    found: Dict[str, List[str]] = {}
+    if shown.returncode != 0:  # no such table yet: nothing learned
+        return found
+    for r in json.loads(shown.stdout or "[]"):
+        hops = [h["gateway"] for h in r.get("nexthops", [])] or [r.get("gateway")]
+        found[r["dst"]] = sorted(h for h in hops if h)
+    return found
+
+
+def hop_ids(gateway: str) -> List[int]:
+    """The two next-hop objects of a node (see sync_fib())."""
+    first = 1000 + int(ipaddress.ip_address(gateway)) - int(LAN.network_address)
+    return [first, first + 500]
+
+
+def group_id(dst: str) -> int:
+    return 2000 + int(ipaddress.ip_network(dst if "/" in dst else dst + "/32").network_address) % 1000
+
+
+def sync_fib(installed: Dict[str, List[str]], hops: set) -> None:
+    """Brings the main table's routes (and their next-hop groups) to what BIRD learned;
+    `installed` and `hops` are what the previous calls made."""
+    want = learned()
+    for gw in {gw for gateways in want.values() for gw in gateways} - hops:
+        for nh in hop_ids(gw):
+            run("ip", "nexthop", "replace", "id", str(nh), "via", gw, "dev", "lan")
+        hops.add(gw)
+    for dst, gateways in want.items():
+        if installed.get(dst) == gateways:
+            continue
+        # Each node is in the group twice: the kernel hashes a packet onto a bucket (and marks
+        # the bucket in use) only when a group has two entries or more, and a bucket that was
+        # not marked while one node was left would move when a second came back.
+        group = "/".join(str(nh) for gw in gateways for nh in hop_ids(gw))
+        run("ip", "nexthop", "replace", "id", str(group_id(dst)), "group", group, "type",
+            "resilient", "buckets", str(BUCKETS), "idle_timer", str(IDLE_S))
+        run("ip", "route", "replace", dst, "nhid", str(group_id(dst)), "proto", "bird")
+        print(f"fib: {dst} via {gateways} (was {installed.get(dst, [])})", flush=True)
+        installed[dst] = gateways
+    for dst in [d for d in installed if d not in want]:
+        run("ip", "route", "del", dst, "proto", "bird", check=False)
+        run("ip", "nexthop", "del", "id", str(group_id(dst)), check=False)
+        print(f"fib: {dst} withdrawn", flush=True)
+        del installed[dst]
+
+
+def fib_agent() -> None:
+    """Runs in the router's namespace until killed: syncs at start, on every route change
+    `ip monitor` reports, and every second."""
+    import select
+    monitor = subprocess.Popen(["ip", "monitor", "route"], stdout=subprocess.PIPE)
+    installed: Dict[str, List[str]] = {}
+    hops: set = set()
+    while True:
+        sync_fib(installed, hops)
+        ready, _, _ = select.select([monitor.stdout], [], [], 1.0)
+        if ready:
+            if not os.read(monitor.stdout.fileno(), 65536):
+                raise SystemExit("fib: ip monitor ended")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["fib"]:
+        fib_agent()

@@ -310,6 +310,31 @@ spec: {image: kturnd, hostNetwork: true, enableMetricsEndpoint: true}
   EXPECT_EQ(renderedPorts(pod.gateways[0]).liveness, 8086);
 }
 
+// A hostNetwork pod resolves names with its node's resolver unless its dnsPolicy says
+// otherwise, and the config discovery address is a Service name: such a kturnd never got its
+// config on a cluster whose nodes do not resolve *.svc (found on the multi-node cluster).
+TEST(Renderer, AHostNetworkPodResolvesClusterNames) {
+  std::string platform = kPlatform;
+  platform.replace(platform.find("sharedSecret: s}"), 16, "sharedSecret: s, dataplane: host}");
+  platform += R"(apiVersion: stunner.l7mp.io/v1
+kind: Dataplane
+metadata: {name: host}
+spec: {image: kturnd, hostNetwork: true, dataplaneResource: DaemonSet}
+---
+)";
+  const RenderResult host = renderYaml(platform + kGateway);
+  ASSERT_EQ(host.gateways.size(), 1u);
+  ASSERT_TRUE(host.gateways[0].deployment);
+  const k8s::Json& spec = host.gateways[0].deployment->body()["spec"]["template"]["spec"];
+  EXPECT_EQ(host.gateways[0].deployment->body()["kind"], "DaemonSet");
+  EXPECT_EQ(spec["hostNetwork"], true);
+  EXPECT_EQ(spec["dnsPolicy"], "ClusterFirstWithHostNet");
+
+  const RenderResult pod = renderYaml(kPlatform + std::string(kGateway));
+  EXPECT_FALSE(pod.gateways[0].deployment->body()["spec"]["template"]["spec"].contains(
+      "dnsPolicy"));
+}
+
 TEST(Renderer, TheHealthCheckPortAnnotationMovesTheAdminPortsAndThePolicy) {
   std::string annotated = kGateway;
   annotated.replace(annotated.find("namespace: media}"), 17,

@@ -18,12 +18,20 @@ void HealthState::setReady() { transition(HealthStatus::kReady); }
 void HealthState::setNotReady() { transition(HealthStatus::kNotReady); }
 
 void HealthState::setTerminating() {
-  status_.store(HealthStatus::kTerminating, std::memory_order_release);
+  const HealthStatus was = status_.exchange(HealthStatus::kTerminating, std::memory_order_acq_rel);
+  if (was != HealthStatus::kTerminating) {
+    drained_from_ready_.store(was == HealthStatus::kReady, std::memory_order_release);
+  }
 }
 
 bool HealthState::ready() const {
-  return force_ready_.load(std::memory_order_relaxed) ||
-         (status() == HealthStatus::kReady && !overCapacity());
+  if (force_ready_.load(std::memory_order_relaxed)) return true;
+  const HealthStatus s = status();
+  const bool serving = s == HealthStatus::kReady ||
+                       (s == HealthStatus::kTerminating &&
+                        ready_while_draining_.load(std::memory_order_relaxed) &&
+                        drained_from_ready_.load(std::memory_order_acquire));
+  return serving && !overCapacity();
 }
 
 void HealthState::transition(HealthStatus to) {

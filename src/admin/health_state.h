@@ -11,6 +11,10 @@
 // reports the true state.
 // kturn adds over-capacity (admin.capacity, capacity_gate.h): a READY process over its marks
 // answers /ready with 503 too, without leaving READY; --force-ready-status overrides it as well.
+// kturn's --ready-while-draining keeps TERMINATING ready, and only that: NOT-READY and the
+// capacity marks still answer 503. Where a node announces a route while it holds a ready pod
+// (MetalLB's BGP mode with externalTrafficPolicy Local), the route, and with it the flows of
+// the calls being drained, stays until the pod has exited.
 #pragma once
 
 #include <atomic>
@@ -38,12 +42,16 @@ class HealthState {
   // Any state → TERMINATING, for good.
   void setTerminating();
   void setForceReady(bool force) { force_ready_.store(force, std::memory_order_relaxed); }
+  void setReadyWhileDraining(bool on) {
+    ready_while_draining_.store(on, std::memory_order_relaxed);
+  }
   // Set and cleared by the daemon's capacity thread (CapacityGate).
   void setOverCapacity(bool over) { over_capacity_.store(over, std::memory_order_relaxed); }
   bool overCapacity() const { return over_capacity_.load(std::memory_order_relaxed); }
 
   HealthStatus status() const { return status_.load(std::memory_order_acquire); }
-  // What /ready answers: READY and not over capacity, or anything when forced.
+  // What /ready answers: READY (or TERMINATING, when ready while draining) and not over
+  // capacity, or anything when forced.
   bool ready() const;
 
  private:
@@ -52,6 +60,8 @@ class HealthState {
 
   std::atomic<HealthStatus> status_{HealthStatus::kNotReady};
   std::atomic<bool> force_ready_{false};
+  std::atomic<bool> ready_while_draining_{false};
+  std::atomic<bool> drained_from_ready_{false};  // TERMINATING was entered from READY
   std::atomic<bool> over_capacity_{false};
 };
 

@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   options.permission_lifetime = std::chrono::seconds(line.permission_seconds);
   options.channel_lifetime = std::chrono::seconds(line.channel_seconds);
   options.force_ready = line.force_ready;
+  options.ready_while_draining = line.ready_while_draining;
   options.watch = line.watch;
   // -v, like -l, fixes the levels; without either the config's admin.loglevel applies.
   options.log_levels_from_config = line.log_spec.empty() && !line.verbose;

@@ -54,6 +54,10 @@ void addOptions(CLI::App& app, CommandLine& line) {
       ->check(CLI::IsMember({"per-allocation", "shared"}));
   app.add_flag("--force-ready-status", line.force_ready,
                "keep /ready at 200 while terminating (stunnerd's flag)");
+  app.add_flag("--ready-while-draining", line.ready_while_draining,
+               "keep /ready at 200 while draining, and only then (not before the first config, "
+               "not over a capacity mark): a node that announces a route per ready pod keeps "
+               "it, and the drained calls' flows, until the pod exits");
   app.add_flag("-w,--watch", line.watch,
                "apply config changes live: the file (inotify) or the discovery server's pushes");
   app.add_flag("--log-anonymize-client", line.session_log.anonymize_client,

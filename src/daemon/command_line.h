@@ -38,6 +38,7 @@ struct CommandLine {
   int64_t permission_seconds = 300;
   int64_t channel_seconds = 600;
   bool force_ready = false;
+  bool ready_while_draining = false;  // --ready-while-draining
   bool watch = false;
   bool no_udp_segmentation = false;
   std::string relay_sockets = "per-allocation";  // --relay-sockets, $KTURN_RELAY_SOCKETS

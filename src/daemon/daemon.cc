@@ -79,6 +79,7 @@ Daemon::~Daemon() { stop(); }
 
 Result<void> Daemon::start() {
   health_.setForceReady(options_.force_ready);
+  health_.setReadyWhileDraining(options_.ready_while_draining);
   // Workers start with no listener; apply() hands each its sockets.
   auto empty = std::make_shared<worker::ConfigSnapshot>();
   empty->turn = std::make_shared<turn::ServerConfig>();
@@ -403,10 +404,9 @@ void Daemon::drain(const sigset_t& signals) {
   // listeners that still carry calls).
   if (cds_) cds_->stop();
   const auto deadline = std::chrono::steady_clock::now() + options_.grace_period;
-  spdlog::info(
-      "SIGTERM: draining; /ready fails, allocations are served until they end (at most "
-      "{} s)",
-      options_.grace_period.count());
+  spdlog::info("SIGTERM: draining; /ready {}, allocations are served until they end (at most {} s)",
+               options_.ready_while_draining || options_.force_ready ? "stays 200" : "fails",
+               options_.grace_period.count());
   for (;;) {
     const uint64_t allocations = collectStats().allocations;
     if (allocations == 0) {

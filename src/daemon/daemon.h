@@ -61,6 +61,7 @@ class Daemon {
     // docs/operations.md#draining).
     std::chrono::seconds grace_period{3600};
     bool force_ready = false;  // stunnerd's --force-ready-status
+    bool ready_while_draining = false;  // --ready-while-draining
     // Apply each config's admin.loglevel (stunnerd does, unless -l was given).
     bool log_levels_from_config = false;
     // stunnerd's -w: reload a file config when it changes; with a CDS origin, start without a

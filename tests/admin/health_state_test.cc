@@ -44,6 +44,27 @@ TEST(HealthStateTest, ForceReadyOverridesProbeOnly) {
   EXPECT_EQ(state.status(), HealthStatus::kTerminating);
 }
 
+// --ready-while-draining: TERMINATING answers as READY did, and nothing else changes.
+TEST(HealthStateTest, ReadyWhileDrainingKeepsOnlyTheDrainReady) {
+  HealthState state;
+  state.setReadyWhileDraining(true);
+  EXPECT_FALSE(state.ready());  // no config yet
+  state.setReady();
+  EXPECT_TRUE(state.ready());
+  state.setTerminating();
+  EXPECT_TRUE(state.ready());
+  EXPECT_EQ(state.status(), HealthStatus::kTerminating);
+  state.setOverCapacity(true);
+  EXPECT_FALSE(state.ready());  // the capacity marks still count
+
+  HealthState unready;  // SIGTERM before the first config: nothing to drain, not ready
+  unready.setReadyWhileDraining(true);
+  unready.setTerminating();
+  EXPECT_FALSE(unready.ready());
+  unready.setTerminating();  // a second SIGTERM changes nothing
+  EXPECT_FALSE(unready.ready());
+}
+
 TEST(HealthStateTest, OverCapacityFailsTheProbeWithoutLeavingReady) {
   HealthState state;
   state.setReady();

@@ -24,6 +24,9 @@ speakers announce for the Gateway's LoadBalancer address (tests/e2e/fabric.py dr
   7. STUNner's DaemonSet mode: a second Gateway whose Dataplane runs kturnd with hostNetwork on
      every node; each pod's relay address is its node's, the router reaches the Gateway's
      address through every node, and a call through each node loses nothing.
+  8. Scale out and in (the chart's dataplane.replicas): a third kturnd pod lands on the node
+     that had none and the router adds its path without moving a call in progress; back to two,
+     the pod removed drains its calls whole while its node keeps announcing the address.
 
   /usr/bin/python3 tests/e2e/cluster_test.py --cluster DIR     (DIR: cluster.py's --dir)
 """
@@ -62,12 +65,18 @@ def lb_address(env: Dict[str, str]) -> str:
 
 
 def anti_affinity() -> dict:
-    """Source document 001's Deployment spread: kturnd pods of one Gateway prefer other zones."""
+    """Source document 001's Deployment spread: kturnd pods prefer other zones; and, once every
+    zone has one, a node without a kturnd pod of the same Gateway (so that a scale-out adds a
+    node's path to the router rather than a second pod behind one)."""
     return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
         "weight": 100, "podAffinityTerm": {
             "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In",
                                                     "values": ["stunner"]}]},
-            "topologyKey": ZONE}}]}}
+            "topologyKey": ZONE}}, {
+        "weight": 100, "podAffinityTerm": {
+            "labelSelector": {"matchLabels": {
+                "stunner.l7mp.io/related-gateway-name": GW_NAME}},
+            "topologyKey": "kubernetes.io/hostname"}}]}}
 
 
 def gateway_manifests(address: str) -> List[dict]:
@@ -81,12 +90,14 @@ def gateway_manifests(address: str) -> List[dict]:
 
 
 def media_apart() -> List[dict]:
-    """The media server, kept off every node that runs a kturnd pod of the Gateway."""
+    """The media server, kept off the nodes that run a kturnd pod of the Gateway (preferred,
+    not required: a required term would keep the third kturnd pod of step 8 off its node)."""
     docs = e2e.media_server()
     spec = docs[0]["spec"]["template"]["spec"]
-    spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-        "labelSelector": {"matchLabels": {"stunner.l7mp.io/related-gateway-name": GW_NAME}},
-        "namespaces": [GW_NS], "topologyKey": "kubernetes.io/hostname"}]}}
+    spec["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 100, "podAffinityTerm": {
+            "labelSelector": {"matchLabels": {"stunner.l7mp.io/related-gateway-name": GW_NAME}},
+            "namespaces": [GW_NS], "topologyKey": "kubernetes.io/hostname"}}]}}
     return docs
 
 
@@ -153,6 +164,15 @@ except (socket.timeout, TimeoutError):
 except Exception as e:  # noqa: BLE001
     print(f"error: {e}")
 """
+
+
+def signal_container(c: e2e.Cluster, pod: dict, signal: str) -> None:
+    """Sends `signal` to the pod's first container, through its node's containerd."""
+    sockets = dict(kv.split("=", 1) for kv in c.env["NODE_CONTAINERD"].split(","))
+    cid = pod["status"]["containerStatuses"][0]["containerID"].split("://", 1)[1]
+    subprocess.run(["ctr", "--address", sockets[pod["spec"]["nodeName"]], "--namespace",
+                    "k8s.io", "tasks", "kill", "--signal", signal, cid], check=True,
+                   capture_output=True, timeout=30)
 
 
 def probe(prefix: List[str], kind: str, host: str, port: int) -> str:
@@ -234,8 +254,11 @@ def idle_cost(dirpath: str, seconds: float = 15) -> str:
 
 
 def stun_answered(client: List[str], address: str, port: int) -> bool:
-    r = subprocess.run([*client, "turnutils_stunclient", "-p", str(port), address],
-                       capture_output=True, text=True, timeout=10)
+    try:
+        r = subprocess.run([*client, "turnutils_stunclient", "-p", str(port), address],
+                           capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:  # it retries for longer than that
+        return False
     return r.returncode == 0 and "UDP reflexive addr" in r.stdout
 
 
@@ -254,11 +277,13 @@ def relayed_by(call: e2e.Call) -> Optional[List[str]]:
     return sorted(RELAYED.findall(out)) if "Total connect time" in out else None
 
 
-def place_calls(start, want: Dict[str, int], limit: int) -> Dict[str, List[e2e.Call]]:
+def place_calls(start, want: Dict[str, int], limit: int,
+                whole: bool = True) -> Dict[str, List[e2e.Call]]:
     """Starts calls (`start(i)` makes call i) one at a time until each relayed address of
-    `want` (a kturnd pod's IP) holds that many calls whole; the router's hash decides where
-    each allocation lands. Every call started is returned, under its pod's address, or under
-    "split" when its allocations went to two pods."""
+    `want` (a kturnd pod's IP) holds that many calls whole (or, not `whole`, an allocation of
+    that many); the router's hash decides where each allocation lands. Every call started is
+    returned, under its pod's address, or under "split" when its allocations went to two pods
+    (not `whole`: under each pod it has an allocation on)."""
     placed: Dict[str, List[e2e.Call]] = {}
     for i in range(limit):
         if all(len(placed.get(ip, [])) >= k for ip, k in want.items()):
@@ -266,7 +291,9 @@ def place_calls(start, want: Dict[str, int], limit: int) -> Dict[str, List[e2e.C
         call = start(i)
         ips = op_wait(f"the allocations of call {call.tag}", lambda: relayed_by(call), 30,
                       interval=0.2)
-        placed.setdefault(ips[0] if len(set(ips)) == 1 else "split", []).append(call)
+        keys = sorted(set(ips)) if not whole else [ips[0] if len(set(ips)) == 1 else "split"]
+        for key in keys:
+            placed.setdefault(key, []).append(call)
     h.check(all(len(placed.get(ip, [])) >= k for ip, k in want.items()),
             f"{limit} calls did not give each pod its share {want}: "
             f"{ {ip: len(v) for ip, v in placed.items()} }")
@@ -341,7 +368,9 @@ def node_loss(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], workdir: 
         return lambda i: e2e.Call(workdir, turn, cred, media_ip, f"{tag}-{i}", messages=messages,
                                   interval_ms=LOSS_INTERVAL_MS, prefix=client, allocations=1,
                                   verbose=True)
-    placed = place_calls(call("loss", LOSS_MESSAGES), {vip: 2, sip: 2}, 16)
+    # uclient's two allocations of a call are hashed apart: about one call in four lands whole on
+    # a given pod, and 24 calls leave a pod without one once in a thousand runs.
+    placed = place_calls(call("loss", LOSS_MESSAGES), {vip: 1, sip: 1}, 24)
     print(f"calls in progress: {len(placed[vip])} through {vname} on {vnode} (to be lost), "
           f"{len(placed[sip])} through {sname} (to survive), "
           f"{len(placed.get('split', []))} split between them")
@@ -518,11 +547,100 @@ def daemonset_mode(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], work
             each.finish()
     by_node = {p["spec"]["nodeName"]: len(placed[p["status"]["podIP"]]) for p in relays}
     print(f"calls through each node's kturnd, none lost a message: {by_node}")
-    for p in relays:
+    for p in relays:  # the calls' allocations (the probes' had no peer)
         records = [r for r in sessions(c, p["metadata"]["name"])
-                   if r.get("client", "").startswith(env["CLIENT_IP"] + ":")]
-        h.check(records and all(r.get("peers") == [media_ip] for r in records),
-                f"{p['metadata']['name']}: session records of the client {records}")
+                   if r.get("client", "").startswith(env["CLIENT_IP"] + ":") and r.get("peers")]
+        h.check(records and all(r["peers"] == [media_ip] for r in records) and
+                sum(r.get("packets_to_peers", 0) for r in records) > 0,
+                f"{p['metadata']['name']}: session records of the client's calls {records}")
+
+
+
+# --- 8. scale out and in ------------------------------------------------------------------------
+
+def scale(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], workdir: str,
+          cred: Dict[str, str], address: str, media_ip: str, node_ip: Dict[str, str]) -> None:
+    """A third kturnd pod (the chart's dataplane.replicas, which the operator owns) lands on the
+    node that had none, the router adds that node's path, and the calls in progress on the
+    others do not move; back to two, the pod removed drains (--ready-while-draining): its
+    calls end whole and its node keeps announcing the address meanwhile; a second SIGTERM ends
+    the drain (uclient leaves allocations to expire), and the node withdraws the address."""
+    print("--- 8. scale out and in")
+    client = fabric.in_ns(env["CLIENT_NETNS"])
+    turn = (address, 3478)
+
+    def call(tag: str, seconds: int):
+        return lambda i: e2e.Call(workdir, turn, cred, media_ip, f"{tag}-{i}",
+                                  messages=seconds * 1000 // LOSS_INTERVAL_MS,
+                                  interval_ms=LOSS_INTERVAL_MS, prefix=client, allocations=1,
+                                  verbose=True)
+    before = pods(c, GW_NS, KTURND)
+    old_ips = [p["status"]["podIP"] for p in before]
+    steady = {each for calls in place_calls(call("steady", 60), {ip: 2 for ip in old_ips}, 16,
+                                            whole=False).values() for each in calls}
+
+    t0 = time.monotonic()
+    c.helm("upgrade", e2e.RELEASE, e2e.CHART, "-n", e2e.SYSTEM_NS, "--reuse-values",
+           "--set", f"dataplane.replicas={REPLICAS + 1}")
+    added = e2e.wait_for("a third kturnd pod, ready", lambda: (lambda ps: ps if len(ps) == 1 and (
+        e2e.condition(ps[0], "Ready") or {}).get("status") == "True" else None)(
+        [p for p in pods(c, GW_NS, KTURND) if p["status"]["podIP"] not in old_ips]), 120)[0]
+    new_node, new_ip = added["spec"]["nodeName"], added["status"]["podIP"]
+    h.check(new_node not in {p["spec"]["nodeName"] for p in before},
+            f"the third kturnd pod shares {new_node} with another")
+    op_wait(f"the router's route to {address} via {new_node}", lambda: (
+        node_ip[new_node] in net.lb_routes().get(address, [])), 60, interval=0.2)
+    print(f"scaled out: {added['metadata']['name']} on {new_node}, in the router's route "
+          f"{time.monotonic() - t0:.1f} s after helm upgrade")
+    # Calls on every pod, whichever the scale-in removes.
+    placed = place_calls(call("drained", 40), {p["status"]["podIP"]: 1
+                                               for p in pods(c, GW_NS, KTURND)}, 24, whole=False)
+
+    # Back to two: the pod removed keeps relaying its calls until they end.
+    t1 = time.monotonic()
+    c.helm("upgrade", e2e.RELEASE, e2e.CHART, "-n", e2e.SYSTEM_NS, "--reuse-values",
+           "--set", f"dataplane.replicas={REPLICAS}")
+    leaving = e2e.wait_for("the kturnd pod the scale-down removes", lambda: [
+        p for p in c.get("pods", ns=GW_NS, selector=KTURND)["items"]
+        if p["metadata"].get("deletionTimestamp")], 60)[0]
+    lname, lnode = leaving["metadata"]["name"], leaving["spec"]["nodeName"]
+    lip = leaving["status"]["podIP"]
+    drained = set(placed.get(lip, [])) | {each for each in steady if lip in relayed_by(each)}
+    print(f"scaling in: {lname} on {lnode} draining, with an allocation of {len(drained)} calls")
+    h.check(drained, f"no call in progress had an allocation on {lname}: nothing to drain")
+    calls = steady | {each for calls in placed.values() for each in calls}
+    for each in sorted(calls, key=lambda x: x.tag):
+        each.finish()
+    # The calls are over, but uclient leaves the second allocation of each of its clients to
+    # expire (600 s; a browser releases its own): the pod is still draining, still ready, and
+    # its node still announcing the address.
+    h.check(any(p["metadata"]["name"] == lname
+                for p in c.get("pods", ns=GW_NS, selector=KTURND)["items"]),
+            f"{lname} exited before its allocations ended")
+    in_leaving = in_pod(c, leaving)
+    ready = probe(in_leaving, "/ready", lip, 8086)
+    left = [line.split()[-1] for line in probe(in_leaving, "/metrics", lip, 8080).splitlines()
+            if line.startswith("stunner_allocations_active")]
+    routed = node_ip[lnode] in net.lb_routes().get(address, [])
+    print(f"{lname}, {time.monotonic() - t1:.1f} s into its drain with its calls over: /ready "
+          f"{ready!r}, {left} allocations left (uclient's), {lnode} still in the router's "
+          f"route: {routed}")
+    h.check(not ready.startswith("error") and routed,
+            f"a draining pod's node stopped announcing: /ready {ready!r}, route {routed}")
+    # A second SIGTERM ends the drain at once (docs/operations.md#draining); the node's path
+    # goes with the pod.
+    stopped = time.monotonic()
+    signal_container(c, leaving, "SIGTERM")
+    e2e.wait_for(f"{lname} to exit", lambda: not any(
+        p["metadata"]["name"] == lname
+        for p in c.get("pods", ns=GW_NS, selector=KTURND)["items"]), 60)
+    gone = time.monotonic()
+    op_wait(f"the router to withdraw {address} via {lnode}", lambda: (
+        node_ip[lnode] not in net.lb_routes().get(address, [node_ip[lnode]])), 60, interval=0.2)
+    print(f"scaled in: {lname} gone {gone - stopped:.1f} s after the second SIGTERM, its "
+          f"node's path withdrawn {time.monotonic() - gone:.1f} s later")
+    print(f"calls in progress while scaling out and in: {len(steady)} from before, "
+          f"{len(calls) - len(steady)} more on every pod, none lost a message")
 
 
 def body(args: argparse.Namespace, workdir: str) -> None:
@@ -562,6 +680,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
            "--set-json", f"dataplane.affinity={json.dumps(anti_affinity())}",
            "--set", "dataplane.enableMetricsEndpoint=true",
            "--set-json", f"networkPolicy.auth.from={json.dumps(auth_from)}",
+           # Draining pods stay ready, so that MetalLB keeps announcing their node until their
+           # calls end (step 8; docs/kubernetes.md#many-nodes).
+           "--set-json", 'dataplane.args=["-w","--udp-thread-num=2","--ready-while-draining"]',
            # The hostNetwork kturnd pods of step 7 reach CDS from their nodes' addresses.
            "--set-json", "networkPolicy.cds.extraFrom=" + json.dumps(
                [{"ipBlock": {"cidr": str(fabric.LAN)}}]))
@@ -677,6 +798,9 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     timings["DaemonSet mode"] = time.monotonic() - t0
     print(f"idle, with kturn (both Gateways, {REPLICAS} + {len(node_ip)} kturnd pods): "
           f"{idle_cost(args.cluster)}")
+
+    scale(c, net, env, workdir, cred, address, media_ip, node_ip)
+    timings["scale"] = time.monotonic() - t0
     print("timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     args.passed = True
 

@@ -235,6 +235,24 @@ def case_drain(args, workdir):
         h.check(s.proc.wait(timeout=5) == 0, "kturnd did not exit 0 after the last allocation")
         print("drain: served until the last allocation ended, then exited 0")
 
+    # --ready-while-draining: /ready stays 200 through the drain (a BGP route per ready pod stays
+    # with it), and the process still exits with its last allocation.
+    health = h.free_port()
+    with start_kturnd(args, workdir, {"healthcheck_endpoint": f"http://127.0.0.1:{health}"},
+                      ["--ready-while-draining"]) as s:
+        user, password = s.settings.credentials()
+        with h.TurnClient(s.address, user, password) as client:
+            client.allocate()
+            os.kill(s.proc.proc.pid, signal.SIGTERM)
+            time.sleep(0.3)
+            status, body = http_get(health, "/ready")
+            h.check(status == 200, f"/ready is {status} while draining with "
+                    f"--ready-while-draining: {body}")
+            h.check(s.proc.running(), "kturnd exited with an allocation alive")
+            h.check(client.refresh(0).error_code() is None, "Refresh(0) failed")
+        h.check(s.proc.wait(timeout=5) == 0, "kturnd did not exit 0 after the last allocation")
+        print("drain with --ready-while-draining: /ready 200 until the last allocation ended")
+
 
 def replace_config(path: str, config: dict) -> None:
     """Writes a config the way ConfigMap updates and editors do: a new file renamed over."""

@@ -31,6 +31,9 @@ test_packages=(
   # real WebRTC for the browser interop test: headless Chromium, driven over its DevTools pipe
   # (tests/interop/browser.py, stdlib only: no chromedriver or selenium needed)
   chromium
+  # the media server at the other end of the browser's audio/video call (tests/interop/
+  # janus_test.py): Janus, its EchoTest plugin and HTTP API, run by the test in a namespace
+  janus
   # bench/compare draws its saturation chart with matplotlib (Agg backend)
   python3-matplotlib
   # tests/deploy reads the CRDs and manifests with PyYAML; the test control plane
@@ -78,4 +81,8 @@ fi
 # The same for bird2's system BIRD: make test-cluster runs its own, in a namespace of its own.
 if [[ " ${missing[*]} " == *" bird2 "* ]] && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable --now bird >/dev/null 2>&1 || true
+fi
+# And for janus's (HTTP API on :8088 of every address): the tests run their own Janus.
+if [[ " ${missing[*]} " == *" janus "* ]] && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now janus >/dev/null 2>&1 || true
 fi

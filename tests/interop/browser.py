@@ -23,7 +23,9 @@ to chromium.log (the browser's own stderr).
 Network safety: Chromium runs with the flags that keep it off the network when nothing asks
 (no background networking, component updates, sync, QUIC, crash uploads), and host name
 resolution is mapped to NOTFOUND except for localhost, so only what a test page does itself
-(loopback addresses) can leave the browser.
+(loopback addresses) can leave the browser. The mapping covers IP literals too where Chromium
+resolves them (a TURN-TCP/TLS server's address): a test whose page reaches another address
+names it in `reachable_hosts`. `netns` runs the browser in a network namespace of the test's.
 """
 
 from __future__ import annotations
@@ -50,9 +52,16 @@ BASE_FLAGS = (
     "AutofillServerCommunication,CertificateTransparencyComponentUpdater",
     "--metrics-recording-only", "--password-store=basic", "--mute-audio",
     "--no-proxy-server",
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
     "--enable-logging=stderr", "--log-level=1",
 )
+
+
+def host_resolver_rules(reachable_hosts: Sequence[str] = ()) -> str:
+    """Every host name (and IP literal Chromium resolves) NOTFOUND but localhost, 127.0.0.1 and
+    reachable_hosts."""
+    hosts = ["localhost", "127.0.0.1"] + [x for x in reachable_hosts
+                                          if x not in ("localhost", "127.0.0.1")]
+    return "--host-resolver-rules=MAP * ~NOTFOUND" + "".join(f", EXCLUDE {x}" for x in hosts)
 
 
 class DevToolsPipe:
@@ -244,8 +253,11 @@ class Chromium:
     """A headless Chromium process with a fresh profile in the work dir, killed on exit."""
 
     def __init__(self, workdir: str, binary: Optional[str] = None,
-                 extra_flags: Sequence[str] = (), startup_timeout: float = 20.0):
+                 extra_flags: Sequence[str] = (), startup_timeout: float = 20.0,
+                 netns: Optional[str] = None, reachable_hosts: Sequence[str] = ()):
         self.workdir = workdir
+        self.netns = netns  # run in this network namespace (`ip netns exec`); None: here
+        self.reachable_hosts = list(reachable_hosts)  # resolved as themselves (IP literals)
         self.binary = binary or shutil.which("chromium") or "/usr/bin/chromium"
         self.extra_flags = list(extra_flags)
         self.startup_timeout = startup_timeout
@@ -263,13 +275,16 @@ class Chromium:
         to_browser_r, to_browser_w = os.pipe()
         from_browser_r, from_browser_w = os.pipe()
         child_in, child_out = _high_fd(to_browser_r), _high_fd(from_browser_w)
-        flags = list(BASE_FLAGS) + [f"--user-data-dir={profile}", "--remote-debugging-pipe"]
+        flags = list(BASE_FLAGS) + [host_resolver_rules(self.reachable_hosts),
+                                    f"--user-data-dir={profile}", "--remote-debugging-pipe"]
         flags += self.extra_flags + ["about:blank"]
         # bash (dash takes single-digit fds only) puts the pipe ends at the numbers Chromium
         # expects, then execs the browser.
         argv = ["/bin/bash", "-c",
                 f'exec "$0" "$@" 3<&{child_in} 4>&{child_out} {child_in}<&- {child_out}>&-',
                 self.binary] + flags
+        if self.netns:
+            argv = ["ip", "netns", "exec", self.netns] + argv
         open(self.console_log, "a").close()
         h.register_log(self.console_log)
         self.proc = h.Proc("chromium", argv, self.workdir, pass_fds=(child_in, child_out))

@@ -27,10 +27,10 @@ void HealthState::setTerminating() {
 bool HealthState::ready() const {
   if (force_ready_.load(std::memory_order_relaxed)) return true;
   const HealthStatus s = status();
-  const bool serving = s == HealthStatus::kReady ||
-                       (s == HealthStatus::kTerminating &&
-                        ready_while_draining_.load(std::memory_order_relaxed) &&
-                        drained_from_ready_.load(std::memory_order_acquire));
+  const bool serving =
+      s == HealthStatus::kReady ||
+      (s == HealthStatus::kTerminating && ready_while_draining_.load(std::memory_order_relaxed) &&
+       drained_from_ready_.load(std::memory_order_acquire));
   return serving && !overCapacity();
 }
 

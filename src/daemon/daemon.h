@@ -60,7 +60,7 @@ class Daemon {
     // much time has passed (stunnerd's terminationGracePeriod default;
     // docs/operations.md#draining).
     std::chrono::seconds grace_period{3600};
-    bool force_ready = false;  // stunnerd's --force-ready-status
+    bool force_ready = false;           // stunnerd's --force-ready-status
     bool ready_while_draining = false;  // --ready-while-draining
     // Apply each config's admin.loglevel (stunnerd does, unless -l was given).
     bool log_levels_from_config = false;

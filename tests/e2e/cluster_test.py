@@ -366,7 +366,7 @@ def node_loss(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], workdir: 
 
     def call(tag: str, messages: int):
         return lambda i: e2e.Call(workdir, turn, cred, media_ip, f"{tag}-{i}", messages=messages,
-                                  interval_ms=LOSS_INTERVAL_MS, prefix=client, allocations=1,
+                                  interval_ms=LOSS_INTERVAL_MS, prefix=client, clients=1,
                                   verbose=True)
     # uclient's two allocations of a call are hashed apart: about one call in four lands whole on
     # a given pod, and 24 calls leave a pod without one once in a thousand runs.
@@ -540,7 +540,7 @@ def daemonset_mode(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], work
     turn = (address, HOSTNET_PORT)
     placed = place_calls(lambda i: e2e.Call(
         workdir, turn, cred, media_ip, f"hostnet-{i}", messages=200, interval_ms=10,
-        prefix=fabric.in_ns(env["CLIENT_NETNS"]), allocations=1, verbose=True),
+        prefix=fabric.in_ns(env["CLIENT_NETNS"]), clients=1, verbose=True),
         {ip: 1 for ip in expected}, 24)
     for calls in placed.values():
         for each in calls:
@@ -572,7 +572,7 @@ def scale(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], workdir: str,
     def call(tag: str, seconds: int):
         return lambda i: e2e.Call(workdir, turn, cred, media_ip, f"{tag}-{i}",
                                   messages=seconds * 1000 // LOSS_INTERVAL_MS,
-                                  interval_ms=LOSS_INTERVAL_MS, prefix=client, allocations=1,
+                                  interval_ms=LOSS_INTERVAL_MS, prefix=client, clients=1,
                                   verbose=True)
     before = pods(c, GW_NS, KTURND)
     old_ips = [p["status"]["podIP"] for p in before]

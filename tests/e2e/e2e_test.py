@@ -212,18 +212,20 @@ def ice_credential(c: Cluster, quiet: bool = False) -> Dict[str, str]:
 
 
 class Call:
-    """A uclient call through kturnd to a media pod: two allocations, `messages` each, one every
-    `interval_ms`, running in the background while a step happens."""
+    """A uclient call through kturnd to a media pod: `clients` clients (uclient's -m), `messages`
+    each, one every `interval_ms`, running in the background while a step happens. uclient
+    allocates from two sockets of its own for a single client already (tests/e2e/cluster_test.py
+    reads where each went)."""
 
     def __init__(self, workdir: str, turn: tuple, cred: Dict[str, str], peer: str, tag: str,
                  messages: int = MESSAGES, interval_ms: int = 5, prefix: List[str] = (),
-                 allocations: int = 2, verbose: bool = False):
+                 clients: int = 2, verbose: bool = False):
         """`prefix` runs uclient through a wrapper: nsenter into the client's network
         namespace (tests/e2e/cluster_test.py); `verbose` has it log each relayed address."""
         self.peer, self.tag, self.messages = peer, tag, messages
-        self.expected = allocations * messages
+        self.expected = clients * messages
         argv = [*prefix, "turnutils_uclient", "-p", str(turn[1]), "-e", peer, "-r", str(MEDIA_PORT),
-                "-m", str(allocations), "-n", str(messages), "-l", "100", "-z", str(interval_ms),
+                "-m", str(clients), "-n", str(messages), "-l", "100", "-z", str(interval_ms),
                 "-c", *(["-v"] if verbose else []), "-u", cred["username"], "-w",
                 cred["credential"], turn[0]]
         self.proc = h.Proc(f"uclient-{tag}", argv, workdir)

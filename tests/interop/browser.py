@@ -31,12 +31,17 @@ names it in `reachable_hosts`. `netns` runs the browser in a network namespace o
 from __future__ import annotations
 
 import fcntl
+import functools
+import http.server
 import json
 import os
 import select
 import shutil
+import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence
+import urllib.error
+import urllib.request
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import harness as h
 
@@ -335,3 +340,88 @@ class Chromium:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class PageServer:
+    """http://127.0.0.1:PORT/ serving `directory` on a background thread, as
+    `python3 -m http.server --directory DIR` does for a user, its listening socket made in
+    network namespace `netns` (None: this one). Requests under `forward` = (PREFIX, URL), GET
+    and POST with their query strings, are relayed to URL from the namespace of the thread that
+    serves them, as an application server relays signalling. Every request that failed is in
+    `errors`; the access log is WORKDIR/LOG_NAME."""
+
+    def __init__(self, workdir: str, directory: str, log_name: str = "http.log",
+                 netns: Optional[str] = None, forward: Optional[Tuple[str, str]] = None):
+        access_log = os.path.join(workdir, log_name)
+        h.register_log(access_log)
+        self.errors: List[str] = []
+        errors = self.errors
+        prefix, upstream = forward if forward else ("", "")
+        upstream = upstream.rstrip("/")
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def _forwarded(self) -> bool:
+                return bool(prefix) and (self.path == prefix or
+                                         self.path.startswith((prefix + "/", prefix + "?")))
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(length) if length else None
+                request = urllib.request.Request(upstream + self.path[len(prefix):], data=data,
+                                                 method=self.command)
+                try:
+                    # Long polls (Janus holds one for up to 30 s).
+                    with urllib.request.urlopen(request, timeout=40) as r:
+                        status, body = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, body = e.code, e.read()
+                except OSError as e:
+                    errors.append(f"{self.command} {self.path}: {upstream} unreachable: {e}")
+                    status, body = 502, json.dumps({"error": str(e)}).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the page went away during a long poll
+
+            def do_GET(self):
+                if self._forwarded():
+                    self._forward()
+                else:
+                    super().do_GET()
+
+            def do_POST(self):
+                if self._forwarded():
+                    self._forward()
+                else:
+                    self.send_error(405)
+
+            def send_error(self, code, message=None, explain=None):
+                errors.append(f"{self.command} {self.path}: {code}")
+                super().send_error(code, message, explain)
+
+            def end_headers(self):
+                self.send_header("Cache-Control", "no-store")
+                super().end_headers()
+
+            def log_message(self, fmt, *args):
+                with open(access_log, "a") as f:
+                    f.write("%s %s\n" % (self.log_date_time_string(), fmt % args))
+
+        handler = functools.partial(Handler, directory=os.path.abspath(directory))
+        with h.in_netns(netns):
+            self.httpd = http.server.ThreadingHTTPServer((h.LOOPBACK, 0), handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://{h.LOOPBACK}:{self.httpd.server_address[1]}/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> "PageServer":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

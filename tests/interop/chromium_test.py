@@ -45,12 +45,9 @@ page uses and what Chromium's stats must say.
 
 import argparse
 import dataclasses
-import functools
-import http.server
 import json
 import os
 import sys
-import threading
 import time
 from typing import Callable, Dict, List, Tuple
 
@@ -127,43 +124,12 @@ def kturnd_config(settings: h.ServerSettings, metrics_port: int, workdir: str) -
     return config
 
 
-class PageServer:
-    """http://127.0.0.1:PORT/ serving the demo directory on a background thread, as
-    `python3 -m http.server --directory docs/demo` does for a user; records requests that
-    failed."""
+class PageServer(browser.PageServer):
+    """The demo directory on http://127.0.0.1:PORT/, as `python3 -m http.server --directory
+    docs/demo` serves it for a user."""
 
     def __init__(self, workdir: str):
-        access_log = os.path.join(workdir, "http.log")
-        h.register_log(access_log)
-        self.errors: List[str] = []
-        errors = self.errors
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def send_error(self, code, message=None, explain=None):
-                errors.append(f"{self.command} {self.path}: {code}")
-                super().send_error(code, message, explain)
-
-            def end_headers(self):
-                self.send_header("Cache-Control", "no-store")
-                super().end_headers()
-
-            def log_message(self, fmt, *args):
-                with open(access_log, "a") as f:
-                    f.write("%s %s\n" % (self.log_date_time_string(), fmt % args))
-
-        handler = functools.partial(Handler, directory=os.path.abspath(DEMO_DIR))
-        self.httpd = http.server.ThreadingHTTPServer((h.LOOPBACK, 0), handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://{h.LOOPBACK}:{self.httpd.server_address[1]}/"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> "PageServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(workdir, DEMO_DIR)
 
 
 # What the page shows, by element id (docs/demo/index.html).

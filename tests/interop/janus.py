@@ -51,15 +51,11 @@ bounded (step_timeout per step in the page, timeout for the whole browser sessio
 
 from __future__ import annotations
 
-import functools
 import glob
-import http.server
 import json
 import os
 import shutil
-import threading
 import time
-import urllib.error
 import urllib.request
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -255,84 +251,11 @@ admin: {{
 # The page and its signalling
 # ---------------------------------------------------------------------------------------------
 
-class PageServer:
-    """http://127.0.0.1:PORT/ in network namespace `netns` (None: this one), serving janus_page/
-    and forwarding /janus and /janus/... (GET and POST, query string kept) to janus_http_url.
-    The listening socket is made in `netns`; the forwarded requests leave from the namespace of
-    the calling thread. Records requests that failed."""
-
-    def __init__(self, workdir: str, janus_http_url: str, netns: Optional[str] = None):
-        access_log = os.path.join(workdir, "janus-page-http.log")
-        h.register_log(access_log)
-        self.errors: List[str] = []
-        errors = self.errors
-        upstream = janus_http_url.rstrip("/")
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def _forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                data = self.rfile.read(length) if length else None
-                url = upstream + self.path[len("/janus"):]
-                request = urllib.request.Request(url, data=data, method=self.command)
-                try:
-                    # Janus holds a long poll for up to 30 s.
-                    with urllib.request.urlopen(request, timeout=40) as r:
-                        status, body = r.status, r.read()
-                except urllib.error.HTTPError as e:
-                    status, body = e.code, e.read()
-                except OSError as e:
-                    errors.append(f"{self.command} {self.path}: Janus unreachable: {e}")
-                    status, body = 502, json.dumps({"error": str(e)}).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the page went away during a long poll (it hung up)
-
-            def _is_janus(self) -> bool:
-                return self.path == "/janus" or self.path.startswith(("/janus/", "/janus?"))
-
-            def do_GET(self):
-                if self._is_janus():
-                    self._forward()
-                else:
-                    super().do_GET()
-
-            def do_POST(self):
-                if self._is_janus():
-                    self._forward()
-                else:
-                    self.send_error(405)
-
-            def send_error(self, code, message=None, explain=None):
-                errors.append(f"{self.command} {self.path}: {code}")
-                super().send_error(code, message, explain)
-
-            def end_headers(self):
-                self.send_header("Cache-Control", "no-store")
-                super().end_headers()
-
-            def log_message(self, fmt, *args):
-                with open(access_log, "a") as f:
-                    f.write("%s %s\n" % (self.log_date_time_string(), fmt % args))
-
-        handler = functools.partial(Handler, directory=PAGE_DIR)
-        with h.in_netns(netns):
-            self.httpd = http.server.ThreadingHTTPServer((h.LOOPBACK, 0), handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://{h.LOOPBACK}:{self.httpd.server_address[1]}/"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> "PageServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def page_server(workdir: str, janus_http_url: str,
+                netns: Optional[str] = None) -> browser.PageServer:
+    """janus_page/ on http://127.0.0.1:PORT/ in `netns`, with /janus forwarded to Janus."""
+    return browser.PageServer(workdir, PAGE_DIR, "janus-page-http.log", netns,
+                              forward=("/janus", janus_http_url))
 
 
 def _url_host(url: str) -> str:
@@ -360,7 +283,7 @@ def janus_call(turn_url: str, username: str, credential: str, janus_http_url: st
         h.check(remaining > 0, f"the browser session exceeded {timeout:.0f} s")
         return remaining
 
-    with PageServer(workdir, janus_http_url, netns) as pages, \
+    with page_server(workdir, janus_http_url, netns) as pages, \
             browser.Chromium(workdir, binary=chromium, netns=netns,
                              reachable_hosts=(_url_host(turn_url),),
                              extra_flags=tuple(MEDIA_FLAGS) + tuple(browser_flags),

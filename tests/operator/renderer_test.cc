@@ -331,8 +331,8 @@ spec: {image: kturnd, hostNetwork: true, dataplaneResource: DaemonSet}
   EXPECT_EQ(spec["dnsPolicy"], "ClusterFirstWithHostNet");
 
   const RenderResult pod = renderYaml(kPlatform + std::string(kGateway));
-  EXPECT_FALSE(pod.gateways[0].deployment->body()["spec"]["template"]["spec"].contains(
-      "dnsPolicy"));
+  EXPECT_FALSE(
+      pod.gateways[0].deployment->body()["spec"]["template"]["spec"].contains("dnsPolicy"));
 }
 
 TEST(Renderer, TheHealthCheckPortAnnotationMovesTheAdminPortsAndThePolicy) {

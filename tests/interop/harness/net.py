@@ -31,13 +31,24 @@ RESERVED_PORTS = {3478, 3479, 5349, 5350, 8080, 8086, 13478}
 _handed_out: set = set()
 
 
+# free_port()'s ports: below the relay windows (relay_port_range()) and below the kernel's
+# ephemeral range, which every outgoing connection on the machine draws from: a listener port
+# picked there (port 0) was now and then taken by another test's connection before the server
+# under test bound it ("in use by a process this one cannot see").
+FREE_PORTS = (10000, 20000)
+
+
 def free_port(host: str = LOOPBACK, udp_only: bool = False) -> int:
-    """A port free for both UDP and TCP on host (best effort: another process can still race)."""
-    for _ in range(50):
+    """A port free for both UDP and TCP on host (best effort: another test picking from the same
+    range can still race)."""
+    for _ in range(200):
+        port = random.randrange(*FREE_PORTS)
+        if port in RESERVED_PORTS or port in _handed_out:
+            continue
         with socket.socket(family_of(host), socket.SOCK_DGRAM) as u:
-            u.bind((host, 0))
-            port = u.getsockname()[1]
-            if port in RESERVED_PORTS or port in _handed_out:
+            try:
+                u.bind((host, port))
+            except OSError:
                 continue
             if not udp_only:
                 try:
@@ -47,7 +58,7 @@ def free_port(host: str = LOOPBACK, udp_only: bool = False) -> int:
                     continue
         _handed_out.add(port)
         return port
-    raise TestFailure("could not find a free port in 50 tries")
+    raise TestFailure("could not find a free port in 200 tries")
 
 
 _RELAY_WINDOWS = "/tmp/kturn-interop-relay-windows"
@@ -80,7 +91,7 @@ def _claim_window(w: int) -> bool:
 
 
 def relay_port_range(size: int = 200) -> Tuple[int, int]:
-    """A relay window below the kernel's ephemeral range (so free_port() never hits it), of its
+    """A relay window below the kernel's ephemeral range and above free_port()'s ports, of its
     own among the tests running at once: made of 200-port units, each claimed with an O_EXCL
     file naming the claiming process and released at exit. Random windows used to overlap now
     and then, and a test that fills its window starved its neighbour into 508s. Servers whose

@@ -276,18 +276,22 @@ RenderedPorts renderedPorts(const GatewayOutput& out) {
           c["ports"][0]["containerPort"].get<int>()};
 }
 
+// kPlatform with its GatewayConfig naming a Dataplane "host" of kturnd with `spec` added.
+std::string platformWithDataplane(const std::string& spec) {
+  std::string platform = kPlatform;
+  platform.replace(platform.find("sharedSecret: s}"), 16, "sharedSecret: s, dataplane: host}");
+  return platform +
+         "apiVersion: stunner.l7mp.io/v1\nkind: Dataplane\nmetadata: {name: host}\n"
+         "spec: {image: kturnd, " +
+         spec + "}\n---\n";
+}
+
 // Two Gateways whose kturnd pods run in the host's network can land on one node: each gets its
 // own health and metrics ports, stable across renders and operator versions (a change would
 // roll every pod), consistent between the config, the probes and the container port.
 TEST(Renderer, HostNetworkGatewaysGetAdminPortsOfTheirOwn) {
-  std::string platform = kPlatform;
-  platform.replace(platform.find("sharedSecret: s}"), 16, "sharedSecret: s, dataplane: host}");
-  platform += R"(apiVersion: stunner.l7mp.io/v1
-kind: Dataplane
-metadata: {name: host}
-spec: {image: kturnd, hostNetwork: true, enableMetricsEndpoint: true}
----
-)";
+  const std::string platform =
+      platformWithDataplane("hostNetwork: true, enableMetricsEndpoint: true");
   std::string second = kGateway;
   second.replace(second.find("{name: gw, "), 11, "{name: gw2, ");
   second = second.substr(0, second.find("---") + 4);
@@ -314,14 +318,8 @@ spec: {image: kturnd, hostNetwork: true, enableMetricsEndpoint: true}
 // otherwise, and the config discovery address is a Service name: such a kturnd never got its
 // config on a cluster whose nodes do not resolve *.svc (found on the multi-node cluster).
 TEST(Renderer, AHostNetworkPodResolvesClusterNames) {
-  std::string platform = kPlatform;
-  platform.replace(platform.find("sharedSecret: s}"), 16, "sharedSecret: s, dataplane: host}");
-  platform += R"(apiVersion: stunner.l7mp.io/v1
-kind: Dataplane
-metadata: {name: host}
-spec: {image: kturnd, hostNetwork: true, dataplaneResource: DaemonSet}
----
-)";
+  const std::string platform =
+      platformWithDataplane("hostNetwork: true, dataplaneResource: DaemonSet");
   const RenderResult host = renderYaml(platform + kGateway);
   ASSERT_EQ(host.gateways.size(), 1u);
   ASSERT_TRUE(host.gateways[0].deployment);

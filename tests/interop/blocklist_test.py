@@ -13,7 +13,8 @@ checks:
   * after its first failures the flooder's datagrams never reach kturnd: the program counts
     them (kturn_offload_datagrams_total{outcome="blocked"}, the entry's count in /status
     admin.blocked_sources), kturn_sources_blocked_total is 1, and kturnd's own count of the
-    flooder's failed and throttled requests stays at the handful before the block;
+    flooder's failed and throttled requests stays at the failures that earn the block plus at
+    most one receive batch already read when the block was written;
   * coturn's turnutils_uclient from .2 relays through the same listener meanwhile with no
     loss, and a new allocation from .2 succeeds;
   * the trusted flooder at .4 is answered every time and never listed.
@@ -43,6 +44,8 @@ PEER_IP = Namespaces.PEER_IP
 FLOODER_IP, TRUSTED_IP = "10.201.1.3", "10.201.1.4"
 LISTENER = (LISTENER_IP, 3478)
 PEER_PORT = 3480
+AUTH_FAILURES = 5  # admin.limits.auth_failures
+RECV_BATCH = 64  # datagrams per recvmmsg in a kturnd worker (worker.h, batch_size)
 HEALTH, METRICS = offload_test.HEALTH, offload_test.METRICS
 
 
@@ -82,7 +85,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     h.register_log(peer.log_path)
     peer.start()
     config = offload_test.namespace_config("blocklist", "TC")
-    config["admin"]["limits"] = {"auth_failures": 5, "auth_failure_window": 10,
+    config["admin"]["limits"] = {"auth_failures": AUTH_FAILURES, "auth_failure_window": 10,
                                  "block_seconds": 30, "trusted_networks": [f"{TRUSTED_IP}/32"]}
     config_path = os.path.join(workdir, "config.yaml")
     with open(config_path, "w") as f:
@@ -131,10 +134,16 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     listed = status.get("blocked_sources", [])
     h.check(blocked_total == 1, f"kturn_sources_blocked_total is {blocked_total}, want 1")
     h.check(flooded["sent"] >= 3000, f"the flooder sent only {flooded['sent']} requests")
-    h.check(in_kernel >= flooded["sent"] - 20,
-            f"the kernel dropped {in_kernel:.0f} of the flooder's {flooded['sent']} requests")
+    # What reaches user space from the flooder: the failures that earn the block, and what the
+    # worker had already received when it wrote the drop-list entry: at most the rest of that
+    # recvmmsg batch (kturnd's batch is 64 datagrams). A slow build (AddressSanitizer) reads
+    # fuller batches; a block that does not reach the kernel lets thousands through.
+    leak = AUTH_FAILURES + RECV_BATCH
+    h.check(in_kernel >= flooded["sent"] - leak,
+            f"the kernel dropped {in_kernel:.0f} of the flooder's {flooded['sent']} requests "
+            f"(at most {leak} may reach kturnd)")
     # The trusted flooder's requests all reach kturnd and fail there; the blocked one's do not.
-    h.check(seen <= trusted["sent"] + 20,
+    h.check(seen <= trusted["sent"] + leak,
             f"kturnd saw {seen:.0f} failed or throttled requests: the flood reached user space")
     h.check(trusted["answers"] >= trusted["sent"] - 5,
             f"the trusted source drew {trusted['answers']} answers to {trusted['sent']}")

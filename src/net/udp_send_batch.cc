@@ -18,12 +18,40 @@ namespace {
 constexpr size_t kMaxPerCall = 1024;
 constexpr uint64_t kRefusalsToGiveUp = 16;
 
+// Writes the IP_PKTINFO or IPV6_PKTINFO message that makes the kernel send from `from` into
+// `control`, and returns its length.
+size_t writeSource(const IpAddress& from, uint8_t* control, size_t room) {
+  msghdr h{};
+  h.msg_control = control;
+  h.msg_controllen = room;
+  cmsghdr* c = CMSG_FIRSTHDR(&h);
+  if (from.isV4()) {
+    in_pktinfo info{};
+    std::memcpy(&info.ipi_spec_dst, from.bytes().data(), 4);
+    c->cmsg_level = IPPROTO_IP;
+    c->cmsg_type = IP_PKTINFO;
+    c->cmsg_len = CMSG_LEN(sizeof info);
+    std::memcpy(CMSG_DATA(c), &info, sizeof info);
+    return CMSG_SPACE(sizeof info);
+  }
+  in6_pktinfo info{};
+  std::memcpy(&info.ipi6_addr, from.bytes().data(), 16);
+  c->cmsg_level = IPPROTO_IPV6;
+  c->cmsg_type = IPV6_PKTINFO;
+  c->cmsg_len = CMSG_LEN(sizeof info);
+  std::memcpy(CMSG_DATA(c), &info, sizeof info);
+  return CMSG_SPACE(sizeof info);
+}
+
+static_assert(sizeof(in6_pktinfo) <= 20 && sizeof(in_pktinfo) <= 20);
+
 }  // namespace
 
 UdpSendBatch::UdpSendBatch(size_t max_messages, bool gso)
     : msgs_(std::max<size_t>(max_messages, 1)),
       iovecs_(msgs_.size()),
       names_(msgs_.size()),
+      sources_(msgs_.size()),
       fds_(msgs_.size(), -1),
       grouped_msgs_(msgs_.size()),
       grouped_fds_(msgs_.size()),
@@ -52,7 +80,8 @@ bool UdpSendBatch::gsoSupported() {
   return supported;
 }
 
-bool UdpSendBatch::queue(int fd, const TransportAddress& to, std::span<const uint8_t> data) {
+bool UdpSendBatch::queue(int fd, const TransportAddress& to, std::span<const uint8_t> data,
+                         const IpAddress& from) {
   if (count_ == msgs_.size()) return false;
   const size_t i = count_++;
   fds_[i] = fd;
@@ -66,6 +95,10 @@ bool UdpSendBatch::queue(int fd, const TransportAddress& to, std::span<const uin
   // sendmsg never writes through iov_base; the const_cast only satisfies iovec's type.
   iovecs_[i].iov_base = const_cast<uint8_t*>(data.data());
   iovecs_[i].iov_len = data.size();
+  if (!from.isUnspecified()) {
+    h.msg_control = sources_[i].bytes;
+    h.msg_controllen = writeSource(from, sources_[i].bytes, sizeof sources_[i].bytes);
+  }
   return true;
 }
 
@@ -158,7 +191,10 @@ void UdpSendBatch::sendRun(int fd, size_t begin, size_t end) {
 bool UdpSendBatch::sameDestination(size_t a, size_t b) const {
   const msghdr& x = msgs_[a].msg_hdr;
   const msghdr& y = msgs_[b].msg_hdr;
-  if (x.msg_namelen != y.msg_namelen) return false;
+  if (x.msg_namelen != y.msg_namelen || x.msg_controllen != y.msg_controllen) return false;
+  if (x.msg_controllen != 0 && std::memcmp(x.msg_control, y.msg_control, x.msg_controllen) != 0) {
+    return false;
+  }
   const auto* sx = static_cast<const sockaddr_storage*>(x.msg_name);
   const auto* sy = static_cast<const sockaddr_storage*>(y.msg_name);
   if (sx->ss_family != sy->ss_family) return false;
@@ -205,9 +241,16 @@ void UdpSendBatch::sendTrains(int fd, size_t begin, size_t end) {
       for (size_t k = 0; k < n; ++k) train_iovecs_[iovecs + k] = *msgs_[i + k].msg_hdr.msg_iov;
       m.msg_hdr.msg_iov = &train_iovecs_[iovecs];
       m.msg_hdr.msg_iovlen = n;
+      // The train's datagrams share their source (sameDestination()): its control message
+      // follows UDP_SEGMENT's.
       GsoControl& control = train_controls_[count];
+      const size_t source = msgs_[i].msg_hdr.msg_controllen;
+      if (source != 0) {
+        std::memcpy(control.bytes + CMSG_SPACE(sizeof(uint16_t)), msgs_[i].msg_hdr.msg_control,
+                    source);
+      }
       m.msg_hdr.msg_control = control.bytes;
-      m.msg_hdr.msg_controllen = sizeof control.bytes;
+      m.msg_hdr.msg_controllen = CMSG_SPACE(sizeof(uint16_t)) + source;
       cmsghdr* c = CMSG_FIRSTHDR(&m.msg_hdr);
       c->cmsg_level = SOL_UDP;
       c->cmsg_type = UDP_SEGMENT;

@@ -43,7 +43,13 @@ class UdpSendBatch {
   // Adds a datagram for `fd` to send to `to`. Only a pointer to `data` is kept: the bytes must
   // stay valid and unchanged until flush(). Returns false, queueing nothing, when the batch is
   // full; the caller flushes and queues again.
-  bool queue(int fd, const TransportAddress& to, std::span<const uint8_t> data);
+  //
+  // `from`: the source address, for a socket bound to a wildcard address that must answer from
+  // the address it was reached at (IP_PKTINFO / IPV6_PKTINFO, of `from`'s family, which must be
+  // the socket's); unspecified (the default) lets the kernel choose by route. A `from` that is
+  // not a local address (removed since) makes the datagram a counted drop.
+  bool queue(int fd, const TransportAddress& to, std::span<const uint8_t> data,
+             const IpAddress& from = IpAddress{});
 
   // Sends everything queued and empties the batch. The datagrams are first grouped by fd (order
   // kept within each fd), so each fd costs one sendmmsg per flush (more only after a partial
@@ -72,8 +78,14 @@ class UdpSendBatch {
     size_t first = 0;
     size_t count = 0;
   };
+  // Room for one IP_PKTINFO or IPV6_PKTINFO message (in6_pktinfo is the larger: 20 bytes).
+  static constexpr size_t kSourceControlSize = CMSG_SPACE(20);
+  struct alignas(cmsghdr) SourceControl {
+    uint8_t bytes[kSourceControlSize];
+  };
+  // A train's UDP_SEGMENT, then its datagrams' source address when they have one.
   struct alignas(cmsghdr) GsoControl {
-    uint8_t bytes[CMSG_SPACE(sizeof(uint16_t))];
+    uint8_t bytes[CMSG_SPACE(sizeof(uint16_t)) + kSourceControlSize];
   };
 
   // Sends datagrams [begin, end) of one fd, each as its own message.
@@ -83,6 +95,7 @@ class UdpSendBatch {
   // The datagrams after `first` that may join its train.
   size_t trainLength(size_t first, size_t end) const;
   size_t length(size_t i) const { return msgs_[i].msg_hdr.msg_iov[0].iov_len; }
+  // Same destination and same source (control messages), so one train may carry both.
   bool sameDestination(size_t a, size_t b) const;
   // Reorders the queue so that each fd's datagrams are contiguous, keeping their order.
   void groupByFd();
@@ -90,6 +103,7 @@ class UdpSendBatch {
   std::vector<mmsghdr> msgs_;
   std::vector<iovec> iovecs_;
   std::vector<sockaddr_storage> names_;
+  std::vector<SourceControl> sources_;  // a datagram's source address, when queued with one
   std::vector<int> fds_;
   // groupByFd()'s scratch, sized once.
   std::vector<mmsghdr> grouped_msgs_;

@@ -15,6 +15,10 @@ namespace kturn::turn {
 struct SendToClient {
   ListenerId listener = 0;
   TransportAddress client;
+  // The server address the client reached (its 5-tuple's), the source of what is sent to it. A
+  // listener bound to a wildcard address must answer from it: a client accepts what comes back
+  // from the address it sent to, and an allocation is bound to that 5-tuple (RFC 8656 §2.2).
+  IpAddress local;
   std::span<const uint8_t> data;  // into the input buffer or this Actions' arena
 };
 

@@ -145,7 +145,8 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
       frame = padded + stun::kChannelDataHeaderSize;
     }
     countRelayed(stats, *a, channel->verdict.cluster, false, length);
-    out.to_clients.push_back({a->listener, a->five_tuple.client, {start, frame}});
+    out.to_clients.push_back(
+        {a->listener, a->five_tuple.client, a->five_tuple.server.ip, {start, frame}});
     return;
   }
   ClusterId cluster = 0;
@@ -160,7 +161,8 @@ void Server::onPeerPacket(AllocationId id, const TransportAddress& peer, PeerPac
   const std::span<uint8_t> indication =
       stun::writeDataIndication(payload, length, peer, nextTransactionId());
   countRelayed(stats, *a, cluster, false, length);
-  out.to_clients.push_back({a->listener, a->five_tuple.client, indication});
+  out.to_clients.push_back(
+      {a->listener, a->five_tuple.client, a->five_tuple.server.ip, indication});
 }
 
 }  // namespace kturn::turn

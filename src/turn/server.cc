@@ -197,7 +197,7 @@ void Server::onMalformedStun(ServerStats& stats, ListenerId listener, const Five
   b.addErrorCode(stun::error::kBadRequest);
   if (auto msg = b.finish()) {
     out.commit(msg->size());
-    out.to_clients.push_back({listener, five_tuple.client, *msg});
+    out.to_clients.push_back({listener, five_tuple.client, five_tuple.server.ip, *msg});
     ++stats.error_responses;
   }
 }
@@ -266,14 +266,15 @@ void Server::send(const Reply& reply, ServerStats& stats, Actions& out,
     return;
   }
   out.commit(msg->size());
-  out.to_clients.push_back({reply.listener, reply.client, *msg});
+  out.to_clients.push_back(
+      {reply.listener, reply.five_tuple.client, reply.five_tuple.server.ip, *msg});
 }
 
 void Server::respond(Request& req, stun::MessageClass cls,
                      FunctionRef<void(stun::MessageBuilder&)> fill) {
   const stun::MessageView& m = req.message;
   send({.listener = req.listener,
-        .client = req.five_tuple.client,
+        .five_tuple = req.five_tuple,
         .method_bits = m.methodBits(),
         .cls = cls,
         .transaction = m.transactionId(),

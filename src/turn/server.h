@@ -235,12 +235,12 @@ class Server {
   // 420 for unknown comprehension-required attributes; true if it answered.
   bool rejectUnknownAttributes(Request& req);
 
-  // A response or indication to `client` of `listener`: `fill` adds the method's attributes;
-  // then SOFTWARE, MESSAGE-INTEGRITY (or -SHA256 with `sha256`) when `key` is set, FINGERPRINT
-  // with `fingerprint`.
+  // A response or indication to the client of `five_tuple` on `listener`: `fill` adds the method's
+  // attributes; then SOFTWARE, MESSAGE-INTEGRITY (or -SHA256 with `sha256`) when `key` is set,
+  // FINGERPRINT with `fingerprint`.
   struct Reply {
     ListenerId listener;
-    const TransportAddress& client;
+    const FiveTuple& five_tuple;
     uint16_t method_bits;
     stun::MessageClass cls;
     std::span<const uint8_t, stun::kTransactionIdSize> transaction;

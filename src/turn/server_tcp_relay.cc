@@ -26,7 +26,7 @@ void Server::onPeerConnected(ConnectionId id, bool connected, const Now& now, Ac
   ServerStats& stats = statsOf(*a);
   const Reply reply{
       .listener = a->listener,
-      .client = a->five_tuple.client,
+      .five_tuple = a->five_tuple,
       .method_bits = static_cast<uint16_t>(stun::Method::kConnect),
       .cls = connected ? stun::MessageClass::kSuccessResponse : stun::MessageClass::kErrorResponse,
       .transaction = c->connect_transaction,
@@ -73,7 +73,7 @@ ConnectionId Server::onPeerConnectionAccepted(AllocationId allocation, const Tra
 
   const stun::TransactionId transaction = nextTransactionId();
   send({.listener = a->listener,
-        .client = a->five_tuple.client,
+        .five_tuple = a->five_tuple,
         .method_bits = static_cast<uint16_t>(stun::Method::kConnectionAttempt),
         .cls = stun::MessageClass::kIndication,
         .transaction = transaction,

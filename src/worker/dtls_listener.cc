@@ -55,11 +55,12 @@ size_t DtlsListener::next(std::span<uint8_t> buffer) {
 }
 
 size_t DtlsListener::readRecord(Session& s, std::span<uint8_t> buffer) {
-  const TransportAddress client = s.tuple.client;
+  const FiveTuple tuple = s.tuple;  // close() destroys s
+  const TransportAddress& client = tuple.client;
   for (;;) {
     const size_t queued = output_.ends.size();
     const net::DtlsSession::ReadResult r = s.dtls->read(buffer);
-    attribute(client, queued);
+    attribute(tuple, queued);
     switch (r.status) {
       case net::DtlsSession::Status::kData:
         if (r.bytes == 0) continue;
@@ -97,7 +98,7 @@ void DtlsListener::onNewClient(const FiveTuple& tuple, std::span<const uint8_t> 
   address[ip.size() + 1] = static_cast<uint8_t>(tuple.client.port);
   const size_t queued = output_.ends.size();
   const auto result = listening_->listen(datagram, std::span(address).first(ip.size() + 2));
-  attribute(tuple.client, queued);
+  attribute(tuple, queued);
   switch (result) {
     case net::DtlsSession::ListenResult::kChallenged:
       ++stats_.challenged;
@@ -121,7 +122,7 @@ void DtlsListener::onNewClient(const FiveTuple& tuple, std::span<const uint8_t> 
   s->started = s->last_active = std::chrono::steady_clock::now();
   const size_t before = output_.ends.size();
   const bool going = s->dtls->accept();
-  attribute(tuple.client, before);
+  attribute(tuple, before);
   if (!going) {
     ++stats_.failures;
     return;
@@ -135,12 +136,12 @@ bool DtlsListener::send(const TransportAddress& client, std::span<const uint8_t>
   if (it == sessions_.end() || full()) return false;
   const size_t queued = output_.ends.size();
   const bool sent = it->second->dtls->write(message);
-  attribute(client, queued);
+  attribute(it->second->tuple, queued);
   return sent;
 }
 
-void DtlsListener::attribute(const TransportAddress& client, size_t first) {
-  for (size_t i = first; i < output_.ends.size(); ++i) destinations_.push_back(client);
+void DtlsListener::attribute(const FiveTuple& tuple, size_t first) {
+  for (size_t i = first; i < output_.ends.size(); ++i) destinations_.push_back(tuple);
 }
 
 void DtlsListener::clearOutput() {
@@ -154,7 +155,7 @@ void DtlsListener::sweep(turn::MonoTime now) {
       if (now - s.started >= limits_.handshake_timeout) return SweepVerdict::kHandshakeTimedOut;
       const size_t queued = output_.ends.size();
       s.dtls->onTimer();  // retransmits the last flight when its timer has run out
-      attribute(s.tuple.client, queued);
+      attribute(s.tuple, queued);
       return SweepVerdict::kKeep;
     }
     return now - s.last_active >= limits_.idle_timeout && !callbacks_.has_allocation(s.tuple)

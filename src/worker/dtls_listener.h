@@ -71,8 +71,9 @@ class DtlsListener {
   bool send(const TransportAddress& client, std::span<const uint8_t> message);
   bool full() const { return output_.bytes.size() >= limits_.max_output_bytes; }
 
-  // The datagrams to send: calls `fn(client, bytes)` for each, in order. The bytes stay valid
-  // until clearOutput().
+  // The datagrams to send: calls `fn(tuple, bytes)` for each, in order, `tuple` the 5-tuple of
+  // the session that sends it (its client is the destination, its server address the source).
+  // The bytes stay valid until clearOutput().
   template <class Fn>
   void forEachOutput(Fn&& fn) const {
     uint32_t begin = 0;
@@ -104,7 +105,7 @@ class DtlsListener {
   };
 
   // Destinations of the datagrams queued since `first` (the queue's size before an operation).
-  void attribute(const TransportAddress& client, size_t first);
+  void attribute(const FiveTuple& tuple, size_t first);
   // A ClientHello from `tuple`, which holds an established session when `replacing`.
   void onNewClient(const FiveTuple& tuple, std::span<const uint8_t> datagram, bool replacing);
   void close(const TransportAddress& client);
@@ -116,7 +117,7 @@ class DtlsListener {
   Callbacks callbacks_;
   // Before the sessions, which write into it: destroyed after them.
   net::DatagramQueue output_;
-  std::vector<TransportAddress> destinations_;   // parallel to output_.ends
+  std::vector<FiveTuple> destinations_;          // parallel to output_.ends
   std::unique_ptr<net::DtlsSession> listening_;  // the stateless cookie exchange
   std::unordered_map<TransportAddress, std::unique_ptr<Session>> sessions_;
   Session* more_ = nullptr;  // the session receive() left records in

@@ -497,11 +497,12 @@ void Worker::sendDtls(const Listener& listener, const TransportAddress& client,
 }
 
 void Worker::queueDtlsOutput(const Listener& listener) {
-  listener.dtls->forEachOutput([&](const TransportAddress& to, std::span<const uint8_t> bytes) {
-    const int fd = listener.fdFor(to);
-    if (!tx_.queue(fd, to, bytes)) {
+  listener.dtls->forEachOutput([&](const FiveTuple& tuple, std::span<const uint8_t> bytes) {
+    const int fd = listener.fdFor(tuple.client);
+    const IpAddress from = listener.sourceFor(tuple.server.ip);
+    if (!tx_.queue(fd, tuple.client, bytes, from)) {
       tx_.flush();
-      tx_.queue(fd, to, bytes);
+      tx_.queue(fd, tuple.client, bytes, from);
     }
   });
 }
@@ -647,9 +648,10 @@ void Worker::flush() {
       continue;
     }
     const int fd = listener->fdFor(s.client);
-    if (!tx_.queue(fd, s.client, s.data)) {
+    const IpAddress from = listener->sourceFor(s.local);
+    if (!tx_.queue(fd, s.client, s.data, from)) {
       tx_.flush();
-      tx_.queue(fd, s.client, s.data);
+      tx_.queue(fd, s.client, s.data, from);
     }
   }
   // Encrypted answers and handshake flights join the same batch.

@@ -157,6 +157,13 @@ class Worker : public turn::MobilityRouter {
     int fdFor(const TransportAddress& client) const {
       return client.ip.isV4() && socket_v4.fd() >= 0 ? socket_v4.fd() : socket.fd();
     }
+    // The source address of a datagram to a client that reached `local`: `local` itself on a
+    // wildcard address (where the kernel would choose by route, and a multi-homed client or an
+    // Anycast address on a loopback would see answers from an address it never sent to);
+    // unspecified on a bound address, which is the source anyway and costs no control message.
+    IpAddress sourceFor(const IpAddress& local) const {
+      return address.ip.isUnspecified() ? local : IpAddress{};
+    }
   };
 
   void addListener(BoundListener bound, const ConnectionLimits& limits);

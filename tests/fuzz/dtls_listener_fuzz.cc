@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                           server};
     const size_t plain = l.receive(tuple, buffer, buffer.size(), std::chrono::steady_clock::now());
     FUZZ_CHECK(plain == 0);  // no session, so no application data
-    l.forEachOutput([](const TransportAddress&, std::span<const uint8_t> datagram) {
+    l.forEachOutput([](const FiveTuple&, std::span<const uint8_t> datagram) {
       FUZZ_CHECK(datagram.size() <= kMaxAnswer);
     });
     l.clearOutput();

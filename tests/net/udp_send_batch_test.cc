@@ -32,6 +32,28 @@ std::vector<std::string> receiveAll(int fd, size_t n) {
   return got;
 }
 
+// Every datagram waiting on `fd` (at most `n`), in arrival order, as its sender's IP address.
+std::vector<std::string> sourcesOf(int fd, size_t n) {
+  std::vector<std::string> got;
+  UdpReceiveBatch in(64, 2048);
+  while (got.size() < n && waitReadable(fd, std::chrono::milliseconds(500))) {
+    const auto count = in.receive(fd);
+    if (!count) break;
+    for (size_t i = 0; i < *count; ++i) got.push_back(in.source(i).ip.toString());
+  }
+  return got;
+}
+
+// A socket on the wildcard address of `family` (IPv6 only for IPv6), on an ephemeral port.
+UdpSocket bindWildcard(AddressFamily family) {
+  const IpAddress any = family == AddressFamily::kIPv4 ? IpAddress{} : *IpAddress::parse("::");
+  auto socket = UdpSocket::bind({any, 0}, {});
+  EXPECT_TRUE(socket.has_value()) << (socket ? "" : socket.error().message);
+  return std::move(*socket);
+}
+
+IpAddress ip(const char* text) { return *IpAddress::parse(text); }
+
 // `n` datagrams of `size` bytes, each different (its index in the first byte, then a filler).
 std::vector<std::string> datagrams(size_t n, size_t size, char fill = 'x') {
   std::vector<std::string> out;
@@ -343,6 +365,67 @@ TEST(UdpSendBatchGsoTest, WithoutGsoEveryDatagramIsItsOwnMessage) {
   EXPECT_EQ(batch.gsoMessages(), 0u);
   EXPECT_EQ(batch.sent(), sent.size());
   EXPECT_EQ(receiveAll(receiver.fd(), sent.size()), sent);
+}
+
+// A socket on 0.0.0.0 answers from the address it is given, not the one the kernel's route
+// prefers (127.0.0.1 for a loopback destination): the whole of 127.0.0.0/8 is local, so .2 and .3
+// stand for the two addresses of a multi-homed host or an Anycast address beside a unicast one.
+TEST(UdpSendBatchSourceTest, AWildcardSocketSendsFromTheAddressQueuedWithEachDatagram) {
+  for (const bool gso : {false, true}) {
+    SCOPED_TRACE(gso ? "with GSO" : "without GSO");
+    UdpSocket receiver = bindLoopback(AddressFamily::kIPv4);
+    UdpSocket sender = bindWildcard(AddressFamily::kIPv4);
+    UdpSendBatch batch(16, gso);
+    const std::string d = "hello";
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d)));
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d), ip("127.0.0.2")));
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d), ip("127.0.0.3")));
+    batch.flush();
+    EXPECT_EQ(batch.sent(), 3u);
+    EXPECT_EQ(sourcesOf(receiver.fd(), 3),
+              (std::vector<std::string>{"127.0.0.1", "127.0.0.2", "127.0.0.3"}));
+  }
+}
+
+TEST(UdpSendBatchSourceTest, ATrainCarriesOneSourceAndEndsWhereTheSourceChanges) {
+  if (!UdpSendBatch::gsoSupported()) GTEST_SKIP() << "this kernel has no UDP GSO";
+  UdpSocket receiver = bindLoopback(AddressFamily::kIPv4);
+  UdpSocket sender = bindWildcard(AddressFamily::kIPv4);
+  const std::vector<std::string> sent = datagrams(8, 100);
+  UdpSendBatch batch(16);
+  for (size_t i = 0; i < sent.size(); ++i) {
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(sent[i]),
+                            ip(i < 4 ? "127.0.0.2" : "127.0.0.3")));
+  }
+  batch.flush();
+  EXPECT_EQ(batch.syscalls(), 1u);
+  EXPECT_EQ(batch.gsoMessages(), 2u);  // 4 from .2, 4 from .3
+  EXPECT_EQ(batch.sent(), sent.size());
+  std::vector<std::string> want(4, "127.0.0.2");
+  want.insert(want.end(), 4, "127.0.0.3");
+  EXPECT_EQ(sourcesOf(receiver.fd(), sent.size()), want);
+}
+
+TEST(UdpSendBatchSourceTest, IPv6SourcesAreSetAndANonLocalSourceIsACountedDrop) {
+  for (const AddressFamily family : {AddressFamily::kIPv4, AddressFamily::kIPv6}) {
+    const bool v4 = family == AddressFamily::kIPv4;
+    SCOPED_TRACE(v4 ? "IPv4" : "IPv6");
+    UdpSocket receiver = bindLoopback(family);
+    UdpSocket sender = bindWildcard(family);
+    UdpSendBatch batch(16, /*gso=*/false);
+    const std::string d = "hello";
+    // Documentation addresses (RFC 5737, RFC 3849) that no interface here holds: the kernel
+    // refuses them as a source, which proves it read the control message.
+    const IpAddress foreign = ip(v4 ? "192.0.2.1" : "2001:db8::1");
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d), loopback(family)));
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d), foreign));
+    ASSERT_TRUE(batch.queue(sender.fd(), receiver.localAddress(), bytesOf(d), loopback(family)));
+    batch.flush();
+    EXPECT_EQ(batch.sent(), 2u);
+    EXPECT_EQ(batch.dropped(), 1u);
+    const std::string here = loopback(family).toString();
+    EXPECT_EQ(sourcesOf(receiver.fd(), 2), (std::vector<std::string>{here, here}));
+  }
 }
 
 }  // namespace

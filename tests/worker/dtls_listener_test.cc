@@ -129,9 +129,9 @@ class DtlsListenerTest : public ::testing::Test {
   }
 
   void sendOutput() {
-    listener_->forEachOutput([this](const TransportAddress& to, std::span<const uint8_t> bytes) {
+    listener_->forEachOutput([this](const FiveTuple& to, std::span<const uint8_t> bytes) {
       sockaddr_storage ss;
-      const socklen_t len = net::toSockaddr(to, ss);
+      const socklen_t len = net::toSockaddr(to.client, ss);
       ::sendto(server_.fd(), bytes.data(), bytes.size(), 0, reinterpret_cast<sockaddr*>(&ss), len);
       ++datagrams_out_;
     });
@@ -260,7 +260,7 @@ TEST_F(DtlsListenerTest, AClientHelloWithoutCookieCostsOneDatagramAndNoState) {
   EXPECT_EQ(listener_->sessionCount(), 0u);
   EXPECT_EQ(listener_->stats().challenged, 1000u);
   size_t verify_requests = 0;
-  listener_->forEachOutput([&](const TransportAddress&, std::span<const uint8_t> d) {
+  listener_->forEachOutput([&](const FiveTuple&, std::span<const uint8_t> d) {
     // RFC 6347 §4.2.1: a handshake record (22) holding a HelloVerifyRequest (3).
     if (d.size() > 13 && d[0] == 22 && d[13] == 3) ++verify_requests;
   });

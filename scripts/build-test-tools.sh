@@ -2,10 +2,12 @@
 # Builds the test tools that kturn's Kubernetes tests run: the real control plane (etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler), kubectl, Helm, and the Gateway API
 # CRDs; a node's kubelet and kube-proxy, and CoreDNS, for the single-node cluster of make test-e2e
-# (tests/e2e/cluster.py; containerd, runc and the CNI plugins are Debian's); and STUNner's stunnerd and turncat, the reference that the interop tests and bench/compare
-# hold kturn against. They are test tools only: never shipped, never vendored, nothing of them is
-# committed; except that the Helm chart ships the Gateway API CRDs of GATEWAY_API_VERSION, which
-# scripts/update-gateway-api-crds.sh copies from here.
+# (tests/e2e/cluster.py; containerd, runc and the CNI plugins are Debian's); STUNner's stunnerd
+# and turncat, the reference that the interop tests and bench/compare hold kturn against; and,
+# where ../shared/reference/ is beside the checkout, STUNner's gateway operator, auth service and
+# Helm chart from the released sources there. They are test tools only: never shipped, never
+# vendored, nothing of them is committed; except that the Helm chart ships the Gateway API CRDs of
+# GATEWAY_API_VERSION, which scripts/update-gateway-api-crds.sh copies from here.
 #
 #   scripts/build-test-tools.sh [--link DIR] [--cluster]
 #
@@ -18,9 +20,10 @@
 # (tests/tools/*/go.{mod,sum}), so a second run costs a few checks. --link DIR makes DIR/bin and
 # DIR/crds point at this checkout's versions (the build directory's test-tools/, for ctest).
 #
-# KTURN_TOOLS_DIR overrides the cache (default ~/.cache/kturn-test-tools). Nothing here downloads
-# a binary or a toolchain: Go modules come from the module proxy and are compiled here
-# (GOTOOLCHAIN=local: the installed Go builds them or the script stops).
+# KTURN_TOOLS_DIR overrides the cache (default ~/.cache/kturn-test-tools), KTURN_REFERENCE_DIR the
+# folder of STUNner's released sources (default ../shared/reference beside the checkout). Nothing
+# here downloads a binary or a toolchain: Go modules come from the module proxy and are compiled
+# here (GOTOOLCHAIN=local: the installed Go builds them or the script stops).
 set -euo pipefail
 
 KUBERNETES_VERSION=v1.36.3  # tests/tools/kubernetes/go.mod pins the same release
@@ -28,10 +31,13 @@ ETCD_VERSION=v3.6.8         # the etcd Kubernetes v1.36.3 is tested with; tests/
 HELM_VERSION=v4.3.2
 COREDNS_VERSION=v1.14.2     # the cluster DNS of the e2e node (its own go.mod and go.sum pin it)
 GATEWAY_API_VERSION=v1.6.3
-# STUNner's gateway operator and auth service are not built: the module proxy serves neither
-# github.com/l7mp/stunner-gateway-operator nor github.com/l7mp/stunner-auth-service at any version
-# (v0.20.0, v0.21.0, v1.0.0 to v1.2.3, latest, commit hashes: "403 Forbidden ... This module
-# version is not available"), and GitHub itself is not reachable from the test machines.
+# The module proxy serves neither github.com/l7mp/stunner-gateway-operator nor
+# github.com/l7mp/stunner-auth-service ("403 Forbidden ... This module version is not available"):
+# their released sources come from REFERENCE_DIR instead (its README gives each tarball's tag and
+# sha256), their dependencies from the module proxy. A cache folder is keyed by its tarball's hash.
+STUNNER_OPERATOR_TARBALL=stunner-gateway-operator-v1.2.1.tar.gz
+STUNNER_AUTH_TARBALL=stunner-auth-service-v1.1.0.tar.gz
+STUNNER_HELM_TARBALL=stunner-helm-4c6736e.tar.gz
 STUNNER_VERSION=v1.2.1  # tests/tools/stunner/go.mod pins the same release
 # make test-cluster's nodes (--cluster). kube-router v2.1.0 is the only release the module proxy
 # serves (v2.1.1 and later: "not available"); tests/e2e/kuberouter.py says what that costs.
@@ -39,6 +45,7 @@ KUBE_ROUTER_VERSION=v2.1.0
 METALLB_VERSION=v0.15.2    # tests/tools/metallb/go.mod pins the same release
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+REFERENCE_DIR=${KTURN_REFERENCE_DIR:-$top/../shared/reference}
 cache=${KTURN_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kturn-test-tools}
 link=""
 cluster=0
@@ -128,6 +135,25 @@ build_stunner() {
     github.com/l7mp/stunner/cmd/stunnerd github.com/l7mp/stunner/cmd/turncat)
 }
 
+# build_reference TARBALL PACKAGE BINARY: a Go program from a released source tarball of
+# REFERENCE_DIR, built with the go.mod and go.sum it was released with (-mod=readonly: nothing
+# resolved anew). The source is unpacked in a scratch folder beside the output and removed.
+build_reference() {
+  local src=$OUT/../src
+  mkdir -p "$src"
+  tar xzf "$REFERENCE_DIR/$1" -C "$src" --strip-components=1
+  (cd "$src" && go build -trimpath -ldflags "-s -w" -o "$OUT/$3" "$2")
+  rm -rf "$src"
+}
+build_stunner_operator() {
+  build_reference "$STUNNER_OPERATOR_TARBALL" . stunner-gateway-operator
+}
+build_stunner_auth() { build_reference "$STUNNER_AUTH_TARBALL" . stunner-auth-server; }
+# The chart is not built: unpacked, for helm template and helm install (its CRD subcharts in it).
+unpack_stunner_helm() {
+  tar xzf "$REFERENCE_DIR/$STUNNER_HELM_TARBALL" -C "$OUT/.." --strip-components=1
+}
+
 # kube-router has no replace directives: its own go.mod and go.sum pin everything.
 build_kube_router() {
   GOBIN=$OUT go install -trimpath -ldflags \
@@ -181,6 +207,26 @@ built "$stunner_dir" || {
   say "building stunnerd, turncat $STUNNER_VERSION"
   build_into "$stunner_dir" build_stunner
 }
+reference=0
+if [ -f "$REFERENCE_DIR/$STUNNER_OPERATOR_TARBALL" ]; then
+  reference=1
+  ref_key() { key "$1" "$(basename "$2" .tar.gz | sed 's/.*-//')" "$REFERENCE_DIR/$2"; }
+  operator_dir=$(ref_key stunner-gateway-operator "$STUNNER_OPERATOR_TARBALL")
+  auth_dir=$(ref_key stunner-auth-service "$STUNNER_AUTH_TARBALL")
+  stunner_helm_dir=$(ref_key stunner-helm "$STUNNER_HELM_TARBALL")
+  built "$operator_dir" || {
+    say "building STUNner's gateway operator from $STUNNER_OPERATOR_TARBALL (cold: about 5 minutes)"
+    build_into "$operator_dir" build_stunner_operator
+  }
+  built "$auth_dir" || {
+    say "building STUNner's auth service from $STUNNER_AUTH_TARBALL"
+    build_into "$auth_dir" build_stunner_auth
+  }
+  built "$stunner_helm_dir" || build_into "$stunner_helm_dir" unpack_stunner_helm
+else
+  say "no $REFERENCE_DIR/$STUNNER_OPERATOR_TARBALL: STUNner's operator, auth service and chart" \
+    "are not built, and the tests that compare kturn with them will skip"
+fi
 if ((cluster)); then
   kube_router_dir=$(key kube-router "$KUBE_ROUTER_VERSION")
   metallb_dir=$(key metallb "$METALLB_VERSION" "$top"/tests/tools/metallb/go.{mod,sum})
@@ -212,6 +258,14 @@ if [ -n "$link" ]; then
     ln -sfn "$metallb_dir" "$link/metallb"
   fi
   ln -sfn "$gwapi_dir" "$link/gateway-api"
+  if ((reference)); then
+    ln -sfn "$operator_dir/bin/stunner-gateway-operator" "$link/bin/stunner-gateway-operator"
+    ln -sfn "$auth_dir/bin/stunner-auth-server" "$link/bin/stunner-auth-server"
+    ln -sfn "$stunner_helm_dir/helm/stunner" "$link/stunner-helm"
+  else
+    rm -f "$link/bin/stunner-gateway-operator" "$link/bin/stunner-auth-server" \
+      "$link/stunner-helm"
+  fi
   {
     echo "KUBERNETES_VERSION=$KUBERNETES_VERSION"
     echo "ETCD_VERSION=$ETCD_VERSION"
@@ -219,6 +273,11 @@ if [ -n "$link" ]; then
     echo "COREDNS_VERSION=$COREDNS_VERSION"
     echo "GATEWAY_API_VERSION=$GATEWAY_API_VERSION"
     echo "STUNNER_VERSION=$STUNNER_VERSION"
+    if ((reference)); then
+      echo "STUNNER_OPERATOR_SOURCE=$STUNNER_OPERATOR_TARBALL"
+      echo "STUNNER_AUTH_SOURCE=$STUNNER_AUTH_TARBALL"
+      echo "STUNNER_HELM_SOURCE=$STUNNER_HELM_TARBALL"
+    fi
     if ((cluster)); then
       echo "KUBE_ROUTER_VERSION=$KUBE_ROUTER_VERSION"
       echo "METALLB_VERSION=$METALLB_VERSION"

@@ -146,6 +146,7 @@ Result<void> CdsClient::watch(WatchCallbacks callbacks) {
             on_config(std::move(c));
           },
       .on_error = std::move(callbacks.on_error),
+      .on_delete_suppressed = std::move(callbacks.on_delete_suppressed),
   };
   return watcher_.start(
       [&] { return Watcher::start(std::move(settings).value(), std::move(sink), stats_); },

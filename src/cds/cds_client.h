@@ -92,6 +92,9 @@ struct WatchCallbacks {
   // keeps its previous config), a failed connection attempt, a lost connection. Informational:
   // the client keeps retrying. May be empty.
   std::function<void(const Error&)> on_error{};
+  // The server deleted the config (it pushed the zero config) and suppress_delete kept it from
+  // on_config: the caller goes on with what it has. May be empty.
+  std::function<void()> on_delete_suppressed{};
 };
 
 class CdsClient {

@@ -172,6 +172,7 @@ void Watcher::onMessage(std::string_view text) {
   }
   if (settings_.suppress_delete && isConfigDeleted(*parsed)) {
     ++stats_->deletes_suppressed;
+    if (sink_.on_delete_suppressed) sink_.on_delete_suppressed();
     return;
   }
   try {

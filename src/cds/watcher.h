@@ -41,6 +41,8 @@ struct WatcherSink {
   // handshake and delivered before any config of that session.
   std::function<void(std::vector<std::string>)> on_resync{};
   std::function<void(const Error&)> on_error{};
+  // A deletion (the zero config) that suppress_delete kept from on_config. May be empty.
+  std::function<void()> on_delete_suppressed{};
 };
 
 struct WatcherSettings {

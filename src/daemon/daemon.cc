@@ -197,6 +197,12 @@ Result<void> Daemon::startCds() {
     *failing = true;
     spdlog::warn("config discovery: {} (retrying; the running config stays)", e.message);
   };
+  callbacks.on_delete_suppressed = [description] {
+    spdlog::info(
+        "{}: the server deleted this config (zero config); serving the running one until "
+        "this process ends, as stunnerd does",
+        description);
+  };
   spdlog::info("watching {} for configs", description);
   return cds_->watch(std::move(callbacks));
 }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "cds/cds_server.h"
 #include "cds/test_support.h"  // tests/cds
 #include "config/serializer.h"
@@ -266,7 +268,10 @@ TEST(CdsWatchTest, DeletionIsSuppressedByDefault) {
   auto loud = makeClient(server->port(), "stunner/gw", {.suppress_delete = false});
   Inbox quiet_inbox;
   Inbox loud_inbox;
-  ASSERT_TRUE(quiet->watch(callbacksFor(quiet_inbox)));
+  std::atomic<int> told{0};
+  WatchCallbacks quiet_callbacks = callbacksFor(quiet_inbox);
+  quiet_callbacks.on_delete_suppressed = [&] { ++told; };
+  ASSERT_TRUE(quiet->watch(std::move(quiet_callbacks)));
   ASSERT_TRUE(loud->watch(callbacksFor(loud_inbox)));
   ASSERT_TRUE(quiet_inbox.waitConfigs(1));
   ASSERT_TRUE(loud_inbox.waitConfigs(1));
@@ -276,6 +281,7 @@ TEST(CdsWatchTest, DeletionIsSuppressedByDefault) {
   EXPECT_TRUE(isConfigDeleted(loud_inbox.configs()[1]));
   EXPECT_EQ(loud_inbox.configs()[1].admin.name, "stunner/gw");
   ASSERT_TRUE(eventually([&] { return quiet->stats().deletes_suppressed == 1; }));
+  EXPECT_EQ(told.load(), 1);
   EXPECT_EQ(quiet_inbox.configs().size(), 1u);
 }
 

@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build run test test-tools manifests test-unit test-interop test-e2e test-cluster clean format config-reference
+.PHONY: deps configure build run test test-tools manifests test-unit test-interop test-e2e test-cluster test-differential clean format config-reference
 
 deps:
 	@bash scripts/install-deps.sh
@@ -49,6 +49,18 @@ test-unit: build test-tools
 
 test-interop: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure -L interop
+
+# The renderer differential with more generated inputs than make test's 8 (SEEDS=N, from seed
+# FIRST_SEED=9, so that the seeds make test runs are not run again): STUNner's operator and
+# kturn-operator on the same inputs (tests/interop/operator_differential_test.py).
+SEEDS ?= 100
+FIRST_SEED ?= 9
+test-differential: build test-tools
+	@cmake -S . -B $(BUILD_DIR) -DKTURN_DIFFERENTIAL_SEEDS=$(SEEDS) \
+	  -DKTURN_DIFFERENTIAL_FIRST_SEED=$(FIRST_SEED) >/dev/null
+	@ctest --test-dir $(BUILD_DIR) --output-on-failure -R '^interop_operator_differential$$' \
+	  --timeout 3600; rc=$$?; cmake -S . -B $(BUILD_DIR) -DKTURN_DIFFERENTIAL_SEEDS=8 \
+	  -DKTURN_DIFFERENTIAL_FIRST_SEED=1 >/dev/null; exit $$rc
 
 # Source document 000's example on a real single-node Kubernetes on this machine (tests/e2e/):
 # kturn's images built from its Dockerfiles, the chart installed, calls from the host through the

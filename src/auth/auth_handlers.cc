@@ -11,10 +11,15 @@
 namespace kturn::auth {
 namespace {
 
-constexpr const char* kJson = "application/json; charset=utf-8";
+// STUNner's content type, byte for byte.
+constexpr const char* kJson = "application/json; charset=UTF-8";
 
+// A username is the request's bytes, which need not be UTF-8: such bytes are written as U+FFFD,
+// as Go's encoding/json writes them (the credential stays signed over the bytes received).
 admin::Response jsonResponse(unsigned status, const nlohmann::json& body) {
-  return {.status = status, .content_type = kJson, .body = body.dump() + "\n"};
+  return {.status = status,
+          .content_type = kJson,
+          .body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"};
 }
 
 admin::Response errorResponse(unsigned status, std::string message) {
@@ -42,20 +47,22 @@ std::shared_ptr<const ConfigSet> merged(const ConfigSources& sources) {
   return all;
 }
 
+// In STUNner's order: a malformed query (400), then no config at all (500), then a service
+// other than "turn" (400).
 std::variant<Minted, admin::Response> mint(const ConfigSources& configs,
                                            const AuthHandlerOptions& options,
-                                           const admin::Request& request) {
+                                           const admin::Request& request, Endpoint endpoint) {
   if (!admin::bearerAuthorized(request, options.bearer_token)) {
     return errorResponse(401, "missing or invalid bearer token");
   }
-  auto query = parseIceQuery(request.query);
+  auto query = parseIceQuery(request.query, endpoint);
   if (!query) return errorResponse(400, query.error().message);
-  if (query->service != "turn") return errorResponse(400, R"("service" must be "turn")");
   if (!query->public_addr && !options.public_address.empty()) {
     query->public_addr = options.public_address;
   }
   const auto current = merged(configs);
   if (current->empty()) return errorResponse(500, "no dataplane configuration available");
+  if (query->service != "turn") return errorResponse(400, R"("service" must be "turn")");
   IceServerList list = iceServers(*current, *query, options.clock(), options.regions);
   for (const Error& e : list.errors) spdlog::error("cannot mint a credential: {}", e.message);
   if (list.servers.empty()) {
@@ -76,7 +83,7 @@ admin::Handler turnAuthHandler(ConfigSources configs, AuthHandlerOptions options
       [configs = std::move(configs), options = std::move(options)](const admin::Request& request) {
         // "/" is a subtree pattern in the router's Go rules: other paths are not ours.
         if (request.path != "/") return errorResponse(404, "404 page not found");
-        auto minted = mint(configs, options, request);
+        auto minted = mint(configs, options, request, Endpoint::kTurn);
         if (auto* error = std::get_if<admin::Response>(&minted)) return std::move(*error);
         // The TURN REST API has room for one server: the first gateway's, as STUNner's service
         // (which takes whichever its map yields first); with regions, the nearest.
@@ -92,7 +99,7 @@ admin::Handler turnAuthHandler(ConfigSources configs, AuthHandlerOptions options
 admin::Handler iceAuthHandler(ConfigSources configs, AuthHandlerOptions options) {
   return
       [configs = std::move(configs), options = std::move(options)](const admin::Request& request) {
-        auto minted = mint(configs, options, request);
+        auto minted = mint(configs, options, request, Endpoint::kIce);
         if (auto* error = std::get_if<admin::Response>(&minted)) return std::move(*error);
         const Minted& m = std::get<Minted>(minted);
         nlohmann::json servers = nlohmann::json::array();

@@ -34,22 +34,59 @@ bool selected(const IceQuery& q, const ListenerId& id) {
   return !q.listener || *q.listener == id.listener;
 }
 
+// The parameters an endpoint reads, each with one value: STUNner's API (api/stunner.yaml; `key`
+// is read and not used) and kturn's region and client.
+bool isParameter(std::string_view key, Endpoint endpoint) {
+  static constexpr std::string_view kParameters[] = {
+      "service", "username", "ttl",         "key",    "namespace",
+      "gateway", "listener", "public-addr", "region", "client"};
+  if (key == "iceTransportPolicy") return endpoint == Endpoint::kIce;
+  return std::find(std::begin(kParameters), std::end(kParameters), key) != std::end(kParameters);
+}
+
+// The first parameter of the API that the query gives more than once, if any (STUNner refuses
+// those with 400: "multiple values for single value parameter"). Malformed pairs are the
+// caller's to refuse.
+std::optional<std::string> repeatedParameter(std::string_view query, Endpoint endpoint) {
+  std::vector<std::string> seen;
+  for (const std::string_view pair : split(query, '&')) {
+    if (pair.empty()) continue;
+    auto key = cds::percentDecode(pair.substr(0, pair.find('=')), true);
+    if (!key || !isParameter(*key, endpoint)) continue;
+    if (std::find(seen.begin(), seen.end(), *key) != seen.end()) return key;
+    seen.push_back(std::move(*key));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-Result<IceQuery> parseIceQuery(std::string_view query) {
+Result<IceQuery> parseIceQuery(std::string_view query, Endpoint endpoint) {
   const auto params = cds::parseQuery(query);
-  if (!params) return makeError(Error::Code::kInvalidArgument, "malformed query string");
+  // Go's query parser also drops a pair with a ';' (no longer a separator since Go 1.17).
+  if (!params || query.find(';') != std::string_view::npos) {
+    return makeError(Error::Code::kInvalidArgument, "malformed query string");
+  }
+  if (const auto repeated = repeatedParameter(query, endpoint)) {
+    return makeError(Error::Code::kInvalidArgument, *repeated + ": given more than once");
+  }
   IceQuery q;
   const auto get = [&](const char* key) -> const std::string* {
     const auto it = params->find(key);
     return it == params->end() ? nullptr : &it->second;
   };
   if (const auto* v = get("service")) q.service = *v;
+  if (endpoint == Endpoint::kTurn && q.service.empty()) {
+    return makeError(Error::Code::kInvalidArgument, R"("service" must be "turn")");
+  }
   if (const auto* v = get("username")) q.username = *v;
   if (const auto* v = get("ttl")) {
+    // Decimal digits, with a '+' before them if any (Go's strconv.ParseInt takes one).
+    std::string_view digits = *v;
+    if (!digits.empty() && digits.front() == '+') digits.remove_prefix(1);
     int64_t ttl = -1;
-    const auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), ttl);
-    if (v->empty() || ec != std::errc() || ptr != v->data() + v->size() || ttl < 0) {
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), ttl);
+    if (digits.empty() || ec != std::errc() || ptr != digits.data() + digits.size() || ttl < 0) {
       return makeError(Error::Code::kInvalidArgument,
                        "ttl: must be a non-negative integer number of seconds");
     }
@@ -58,7 +95,9 @@ Result<IceQuery> parseIceQuery(std::string_view query) {
   if (const auto* v = get("namespace")) q.namespace_name = *v;
   if (const auto* v = get("gateway")) q.gateway = *v;
   if (const auto* v = get("listener")) q.listener = *v;
-  if (const auto* v = get("public-addr")) q.public_addr = *v;
+  // An empty public-addr is none: the listeners' own addresses (or STUNNER_PUBLIC_ADDR) stay.
+  // STUNner's service puts the empty value in, and URIs with 0.0.0.0 come out.
+  if (const auto* v = get("public-addr"); v && !v->empty()) q.public_addr = *v;
   if (const auto* v = get("region")) q.region = *v;
   if (const auto* v = get("client")) {
     if (!IpAddress::parse(*v)) {
@@ -66,7 +105,7 @@ Result<IceQuery> parseIceQuery(std::string_view query) {
     }
     q.client = *v;
   }
-  if (const auto* v = get("iceTransportPolicy")) {
+  if (const auto* v = get("iceTransportPolicy"); v && endpoint == Endpoint::kIce) {
     if (*v != "all" && *v != "relay" && *v != "public") {
       return makeError(Error::Code::kInvalidArgument,
                        "iceTransportPolicy: must be all, relay or public");

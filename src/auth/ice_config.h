@@ -7,7 +7,8 @@
 //   namespace, gateway, listener
 //                       which listeners' URIs to return, across every config; as in STUNner,
 //                       `gateway` only counts with `namespace`, and `listener` only with both
-//   public-addr         the host to put in the URIs instead of the listeners' addresses
+//   public-addr         the host to put in the URIs instead of the listeners' addresses (empty:
+//                       none, so STUNNER_PUBLIC_ADDR or the listeners' own addresses stay)
 //   iceTransportPolicy  echoed in /ice: all (default), relay or public
 //   region, client      kturn: the region whose gateways come first, or the client's IP address
 //                       that the configured client networks map to one (region_policy.h)
@@ -45,10 +46,20 @@ struct IceQuery {
   std::optional<std::string> client{};
 };
 
+// The endpoint a query is for. `/` (the TURN REST API) has no iceTransportPolicy (it is ignored
+// there, as by STUNner) and requires `service`; /ice takes iceTransportPolicy.
+enum class Endpoint { kTurn, kIce };
+
 // Parses an undecoded query string ("service=turn&ttl=600"). kInvalidArgument naming the
-// parameter for a malformed escape, a ttl that is not a non-negative integer or an unknown
-// iceTransportPolicy. Does not check `service`: the handlers answer that with STUNner's error.
-Result<IceQuery> parseIceQuery(std::string_view query);
+// parameter for what STUNner's parameter binding also refuses: a parameter of the API given more
+// than once, a ttl that is not an integer (a leading '+' is one, as Go reads it); and for what
+// kturn refuses on purpose: a ttl below zero, an iceTransportPolicy of /ice other than all, relay
+// or public, a malformed escape or a ';' in a pair (STUNner drops such a pair and answers as if
+// the parameter were not there: a filter lost that way would widen the answer). `/` without a
+// service is refused here too (STUNner's router does it before anything else); otherwise the
+// value of `service` is the handlers' to check, after they know a config is held (STUNner's
+// order: 500 without a config comes before 400 for another service).
+Result<IceQuery> parseIceQuery(std::string_view query, Endpoint endpoint = Endpoint::kIce);
 
 struct ListenerId {
   std::string namespace_name;

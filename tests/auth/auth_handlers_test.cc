@@ -52,7 +52,7 @@ TEST_F(AuthHandlersTest, TurnRestApiResponse) {
   const auto handler = turnAuthHandler(configs_, options());
   const auto r = handler(get("/", "service=turn&username=alice&ttl=600"));
   ASSERT_EQ(r.status, 200u) << r.body;
-  EXPECT_EQ(r.content_type, "application/json; charset=utf-8");
+  EXPECT_EQ(r.content_type, "application/json; charset=UTF-8");  // STUNner's, byte for byte
   const auto j = json::parse(r.body);
   EXPECT_EQ(j["username"], "1800000600:alice");
   EXPECT_EQ(j["password"], turn::restPassword("s3cret", "1800000600:alice"));
@@ -103,6 +103,54 @@ TEST_F(AuthHandlersTest, ErrorsAreJson) {
   EXPECT_EQ(turnAuthHandler(empty, options())(get("/", "service=turn")).status, 500u);
 }
 
+// STUNner's order (stunner-auth-service internal/handler): a malformed query is 400, then no
+// config at all is 500 before another service is 400; `/` without a service is 400 regardless
+// (its router requires the parameter).
+TEST_F(AuthHandlersTest, NoConfigComesBeforeTheServiceCheck) {
+  ConfigHolder empty;
+  const auto turn = turnAuthHandler(empty, options());
+  const auto ice = iceAuthHandler(empty, options());
+  EXPECT_EQ(ice(get("/ice", "")).status, 500u);
+  EXPECT_EQ(ice(get("/ice", "service=stun")).status, 500u);
+  EXPECT_EQ(turn(get("/", "service=stun")).status, 500u);
+  EXPECT_EQ(turn(get("/", "")).status, 400u);
+  EXPECT_EQ(turn(get("/", "service=")).status, 400u);
+  EXPECT_EQ(ice(get("/ice", "service=turn&ttl=x")).status, 400u);
+  EXPECT_EQ(turnAuthHandler(configs_, options())(get("/", "service=stun")).status, 400u);
+  EXPECT_EQ(iceAuthHandler(configs_, options())(get("/ice", "")).status, 400u);
+}
+
+// A parameter of the API given twice is 400, as STUNner's parameter binding answers.
+TEST_F(AuthHandlersTest, RepeatedParameterIsABadRequest) {
+  const auto turn = turnAuthHandler(configs_, options());
+  const auto ice = iceAuthHandler(configs_, options());
+  for (const char* q : {"service=turn&service=turn", "service=turn&username=a&username=b",
+                        "service=turn&ttl=60&ttl=60", "service=turn&namespace=a&namespace=b"}) {
+    EXPECT_EQ(turn(get("/", q)).status, 400u) << q;
+    EXPECT_EQ(ice(get("/ice", q)).status, 400u) << q;
+  }
+  const auto r = ice(get("/ice", "service=turn&iceTransportPolicy=all&iceTransportPolicy=relay"));
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(json::parse(r.body)["message"], "iceTransportPolicy: given more than once");
+  // Not a parameter of /: ignored there, repeated or not, valid or not.
+  EXPECT_EQ(turn(get("/", "service=turn&iceTransportPolicy=all&iceTransportPolicy=x")).status,
+            200u);
+  EXPECT_EQ(turn(get("/", "service=turn&iceTransportPolicy=bogus")).status, 200u);
+  EXPECT_EQ(ice(get("/ice", "service=turn&iceTransportPolicy=bogus")).status, 400u);
+  // Parameters of no one's API stay ignored.
+  EXPECT_EQ(turn(get("/", "service=turn&x=1&x=2")).status, 200u);
+}
+
+// A username that is not UTF-8: signed as received, written with U+FFFD in its place (as Go's
+// encoding/json does), not an exception (500).
+TEST_F(AuthHandlersTest, UsernameThatIsNotUtf8) {
+  const auto r = turnAuthHandler(configs_, options())(get("/", "service=turn&username=a%FF"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const auto j = json::parse(r.body);
+  EXPECT_EQ(j["username"], "1800086400:a\xEF\xBF\xBD");
+  EXPECT_EQ(j["password"], turn::restPassword("s3cret", "1800086400:a\xFF"));
+}
+
 // Auth type none: 200 with empty credentials (stunner-auth-service answers so), not 500.
 TEST_F(AuthHandlersTest, AuthTypeNoneIsAnEmptyCredential) {
   ConfigHolder none;
@@ -134,6 +182,14 @@ TEST_F(AuthHandlersTest, PublicAddressFromTheEnvironmentUnlessTheRequestNamesOne
   for (const json& url : j["iceServers"][0]["urls"]) {
     EXPECT_NE(url.get<std::string>().find("198.51.100.4"), std::string::npos) << url;
   }
+  // An empty public-addr is none: the environment's address stays.
+  j = json::parse(ice(get("/ice", "service=turn&public-addr=")).body);
+  for (const json& url : j["iceServers"][0]["urls"]) {
+    EXPECT_NE(url.get<std::string>().find("203.0.113.9"), std::string::npos) << url;
+  }
+  j = json::parse(
+      iceAuthHandler(configs_, options())(get("/ice", "service=turn&public-addr=")).body);
+  EXPECT_EQ(j["iceServers"][0]["urls"][0], "turn:127.0.0.1:3478?transport=udp");
 }
 
 TEST_F(AuthHandlersTest, BearerToken) {

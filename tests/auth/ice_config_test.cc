@@ -58,6 +58,33 @@ TEST(ParseIceQuery, RejectsBadValuesNamingTheParameter) {
   }
   EXPECT_FALSE(parseIceQuery("iceTransportPolicy=none"));
   EXPECT_FALSE(parseIceQuery("username=%zz"));
+  EXPECT_FALSE(parseIceQuery("username=a;b"));  // Go's parser drops such a pair
+  for (const char* bad : {"ttl=+", "ttl=+-5", "ttl=++5", "ttl= 5"}) {
+    EXPECT_FALSE(parseIceQuery(bad)) << bad;
+  }
+}
+
+TEST(ParseIceQuery, TtlWithAPlusSignAsGoReadsIt) {
+  const auto q = parseIceQuery("ttl=%2B60");
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->ttl, std::chrono::seconds(60));
+}
+
+TEST(ParseIceQuery, RepeatedParameterNamed) {
+  const auto q = parseIceQuery("service=turn&username=a&username=b");
+  ASSERT_FALSE(q);
+  EXPECT_EQ(q.error().message, "username: given more than once");
+  EXPECT_FALSE(parseIceQuery("region=a&region=b"));
+  EXPECT_TRUE(parseIceQuery("service=turn&other=1&other=2"));
+}
+
+TEST(ParseIceQuery, TheTurnEndpointNeedsAServiceAndHasNoPolicy) {
+  EXPECT_FALSE(parseIceQuery("", Endpoint::kTurn));
+  EXPECT_FALSE(parseIceQuery("service=", Endpoint::kTurn));
+  EXPECT_TRUE(parseIceQuery("", Endpoint::kIce));  // the handler answers that, after the configs
+  const auto q = parseIceQuery("service=turn&iceTransportPolicy=bogus", Endpoint::kTurn);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->ice_transport_policy, "all");
 }
 
 TEST(ListenerUris, Rfc7065FormsFromPublicOrBindAddress) {

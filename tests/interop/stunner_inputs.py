@@ -19,6 +19,7 @@ of another protocol) is part of what is compared.
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Dict, List, Optional
 
@@ -163,8 +164,9 @@ class Generator:
             annotations["stunner.l7mp.io/enable-mixed-protocol-lb"] = "true"
         if self.chance(0.2):
             annotations["stunner.l7mp.io/disable-session-affinity"] = "true"
-        if self.chance(0.2):
-            annotations["stunner.l7mp.io/targetport"] = "true"
+        if self.chance(0.2):  # listener name -> the port the dataplane pod listens on
+            annotations["stunner.l7mp.io/targetport"] = json.dumps(
+                {listeners[0]["name"]: 40000 + self.r.randrange(0, 100)})
         if self.chance(0.2):
             annotations["stunner.l7mp.io/disable-health-check-expose"] = "true"
         meta: dict = {"name": f"gateway-{index}", "namespace": ns}

@@ -18,6 +18,16 @@ namespace {
 constexpr size_t kMaxPerCall = 1024;
 constexpr uint64_t kRefusalsToGiveUp = 16;
 
+// Writes one control message carrying `info` at `c` and returns the room it takes.
+template <typename Info>
+size_t putControl(cmsghdr* c, int level, int type, const Info& info) {
+  c->cmsg_level = level;
+  c->cmsg_type = type;
+  c->cmsg_len = CMSG_LEN(sizeof info);
+  std::memcpy(CMSG_DATA(c), &info, sizeof info);
+  return CMSG_SPACE(sizeof info);
+}
+
 // Writes the IP_PKTINFO or IPV6_PKTINFO message that makes the kernel send from `from` into
 // `control`, and returns its length.
 size_t writeSource(const IpAddress& from, uint8_t* control, size_t room) {
@@ -28,19 +38,11 @@ size_t writeSource(const IpAddress& from, uint8_t* control, size_t room) {
   if (from.isV4()) {
     in_pktinfo info{};
     std::memcpy(&info.ipi_spec_dst, from.bytes().data(), 4);
-    c->cmsg_level = IPPROTO_IP;
-    c->cmsg_type = IP_PKTINFO;
-    c->cmsg_len = CMSG_LEN(sizeof info);
-    std::memcpy(CMSG_DATA(c), &info, sizeof info);
-    return CMSG_SPACE(sizeof info);
+    return putControl(c, IPPROTO_IP, IP_PKTINFO, info);
   }
   in6_pktinfo info{};
   std::memcpy(&info.ipi6_addr, from.bytes().data(), 16);
-  c->cmsg_level = IPPROTO_IPV6;
-  c->cmsg_type = IPV6_PKTINFO;
-  c->cmsg_len = CMSG_LEN(sizeof info);
-  std::memcpy(CMSG_DATA(c), &info, sizeof info);
-  return CMSG_SPACE(sizeof info);
+  return putControl(c, IPPROTO_IPV6, IPV6_PKTINFO, info);
 }
 
 static_assert(sizeof(in6_pktinfo) <= 20 && sizeof(in_pktinfo) <= 20);

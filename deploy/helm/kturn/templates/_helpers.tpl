@@ -55,3 +55,18 @@ app.kubernetes.io/name: kturn
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: auth
 {{- end }}
+
+{{/* The extra pod labels of the values (operator.podLabels, auth.podLabels) that name no label
+the chart sets itself (kturn.labels and `own`): those select the pods, so they win. */}}
+{{- define "kturn.podLabels" -}}
+{{- $taken := merge (include "kturn.labels" .context | fromYaml) .own -}}
+{{- $extra := dict -}}
+{{- range $key, $value := .extra -}}
+{{- if not (hasKey $taken $key) -}}
+{{- $_ := set $extra $key ($value | toString) -}}
+{{- end -}}
+{{- end -}}
+{{- if $extra -}}
+{{- toYaml $extra -}}
+{{- end -}}
+{{- end }}

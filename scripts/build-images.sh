@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Builds kturn's images (kturnd, kturn-operator, kturn-auth) from their own Dockerfiles
 # (deploy/docker/) with buildah, without Docker and without a registry, plus the end-to-end tests'
-# media server (tests/e2e/media-echo.Containerfile: a UDP echo) and pod sandbox image
+# media servers (tests/e2e/media-echo.Containerfile: a UDP echo; tests/e2e/janus.Containerfile:
+# Janus, for the multi-node test's WebRTC calls) and pod sandbox image
 # (tests/e2e/pause.Containerfile); exports each as an OCI archive that `ctr images import`
 # (containerd, hence a kubelet) loads.
 #
 #   scripts/build-images.sh [--tag TAG] [--out DIR] [--import-to SOCKET] [--refresh-base]
 #                           [--verbose] [IMAGE...]
 #
-# IMAGE is kturnd, kturn-operator, kturn-auth, media-echo or pause (default: all five). TAG
+# IMAGE is kturnd, kturn-operator, kturn-auth, media-echo, janus or pause (default: all six). TAG
 # defaults to the chart's appVersion (deploy/helm/kturn/Chart.yaml), and the names are the
 # chart's default repositories, so a chart installed with its defaults runs what this built:
 # kturn/kturnd:TAG is tagged docker.io/kturn/kturnd:TAG, the name a kubelet looks up for the
@@ -56,9 +57,10 @@ declare -A repository=(
   [kturn-operator]=kturn/kturn-operator
   [kturn-auth]=kturn/kturn-auth
   [media-echo]=kturn-e2e/media-echo
+  [janus]=kturn-e2e/janus
   [pause]=kturn-e2e/pause
 )
-all_images=(kturnd kturn-operator kturn-auth media-echo pause)
+all_images=(kturnd kturn-operator kturn-auth media-echo janus pause)
 
 suite=bookworm
 mirror=${KTURN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -344,7 +346,7 @@ ref_of() { echo "docker.io/${repository[$1]}:$tag"; }
 build_image() {
   local name=$1 file context
   local args=(--build-arg "BUILD_IMAGE=$debian_image" --build-arg "RUNTIME_IMAGE=$runtime_image")
-  if [ "$name" = media-echo ] || [ "$name" = pause ]; then  # the e2e cluster's own images
+  if [ "$name" = media-echo ] || [ "$name" = janus ] || [ "$name" = pause ]; then  # e2e only
     file=$top/tests/e2e/$name.Containerfile
     context=$top/tests/e2e
     args=(--build-arg "BASE_IMAGE=$debian_image")

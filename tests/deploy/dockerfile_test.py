@@ -264,6 +264,7 @@ class BuildImagesScriptTest(unittest.TestCase):
 
     SCRIPT = os.path.join("scripts", "build-images.sh")
     MEDIA_ECHO = os.path.join("tests", "e2e", "media-echo.Containerfile")
+    JANUS = os.path.join("tests", "e2e", "janus.Containerfile")
     PAUSE = os.path.join("tests", "e2e", "pause.Containerfile")
 
     def setUp(self):
@@ -282,8 +283,8 @@ class BuildImagesScriptTest(unittest.TestCase):
         self.assertIn("Chart.yaml", self.text, "the default tag is the chart's appVersion")
 
     def test_passes_every_base_image_argument(self):
-        for path in [os.path.join("deploy", "docker", n) for n in IMAGES] + [self.MEDIA_ECHO,
-                                                                            self.PAUSE]:
+        for path in [os.path.join("deploy", "docker", n) for n in IMAGES] + [
+                self.MEDIA_ECHO, self.JANUS, self.PAUSE]:
             for arg in global_args(instructions(read(path))):
                 with self.subTest(file=path, arg=arg):
                     self.assertIn(f'--build-arg "{arg}=', self.text)
@@ -299,6 +300,23 @@ class BuildImagesScriptTest(unittest.TestCase):
         self.assertTrue(uid.isdigit() and int(uid) != 0 and gid.isdigit() and int(gid) != 0)
         self.assertEqual([json.loads(a) for k, a in final if k == "ENTRYPOINT"],
                          [["/usr/bin/turnutils_peer"]])
+
+    def test_janus_runs_as_non_root_on_the_config_it_writes(self):
+        parsed = instructions(read(self.JANUS))
+        self.assertEqual(self.repository.get("janus"), "kturn-e2e/janus")
+        final = stages(parsed)[-1]
+        self.assertEqual(final[0], ("FROM", BUILD_IMAGE), "its default base is debian:12")
+        users = [a for k, a in final if k == "USER"]
+        self.assertEqual(len(users), 1)
+        uid, _, gid = users[0].partition(":")
+        self.assertTrue(uid.isdigit() and int(uid) != 0 and gid.isdigit() and int(gid) != 0)
+        (entrypoint,) = [json.loads(a) for k, a in final if k == "ENTRYPOINT"]
+        self.assertEqual(entrypoint[0], "/usr/bin/janus")
+        config = read(os.path.join("tests", "e2e", "janus-config.sh"))
+        folder = re.search(r"^conf=(\S+)$", config, re.M).group(1)
+        self.assertEqual(entrypoint[1:], ["-F", folder, "-C", f"{folder}/janus.jcfg"])
+        subprocess.run(["sh", "-n", os.path.join(REPO, "tests", "e2e", "janus-config.sh")],
+                       check=True)
 
 
 @unittest.skipUnless(all(shutil.which(t) for t in ("sh", "ldd", "gcc", "strip", "install")),

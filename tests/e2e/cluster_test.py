@@ -17,6 +17,12 @@ speakers announce for the Gateway's LoadBalancer address (tests/e2e/fabric.py dr
      show the client's own address (no SNAT on the way) and the media pod as the peer.
   5. The chart's and the operator's NetworkPolicies, enforced by kube-router: each refusal from
      a pod of another namespace, and each allowed path.
+  5b. Real media: Janus (Debian's, the seed's media server) in a pod on another node than the
+     kturnd pods, the backend of a UDPRoute; the Gateway gets TURN-TCP and TURN-TLS listeners
+     beside TURN-UDP; a headless Chromium in the client network calls Janus's EchoTest with
+     audio and video, relay candidates only, over each transport: frames decoded, packets lost
+     and RTT from getStats(), and kturnd's session record shows the client's own address and
+     Janus as the peer.
   6. A node lost: calls in progress through both kturnd pods, then one pod's node cut off the
      network. The calls through the other node lose nothing, the router withdraws the lost
      node's path when its BGP session times out, the client's new allocations land on the
@@ -34,6 +40,7 @@ speakers announce for the Gateway's LoadBalancer address (tests/e2e/fabric.py dr
 from __future__ import annotations
 
 import argparse
+import base64
 import ipaddress
 import json
 import os
@@ -207,6 +214,141 @@ def media_policy() -> dict:
                      "ingress": [{"from": [{"podSelector": {"matchLabels": {
                          "stunner.l7mp.io/related-gateway-name": GW_NAME}}}],
                          "ports": [{"protocol": "UDP", "port": e2e.MEDIA_PORT}]}]}}
+
+
+JANUS = {"app.kubernetes.io/name": "janus"}
+JANUS_RTP = (20000, 20199)  # tests/e2e/janus-config.sh's rtp_port_range
+TLS_SECRET = "turn-tls"
+# The Gateway's listeners of step 5b beside the seed's turn-udp: the three transports a browser
+# reaches a TURN server over (RFC 7065 URLs), each with what getStats() calls the relay protocol.
+TRANSPORTS = [("turn-udp", "TURN-UDP", 3478, "turn:{}:3478?transport=udp", "udp"),
+              ("turn-tcp", "TURN-TCP", 3478, "turn:{}:3478?transport=tcp", "tcp"),
+              ("turn-tls", "TURN-TLS", 443, "turns:{}:443?transport=tcp", "tls")]
+
+
+def janus_manifests(address: str, cert: str, key: str) -> List[dict]:
+    """Step 5b: the Gateway with a TURN-TCP and a TURN-TLS listener beside the seed's
+    TURN-UDP one (its certificate in a Secret); Janus (kturn-e2e/janus, Debian's janus 1.1.2) as
+    a Deployment kept off the kturnd nodes like the media server, its Service as the backend of a
+    UDPRoute of its own; and its NetworkPolicy: RTP only from the Gateway's kturnd pods, its HTTP
+    API only from the LAN (the test process on the host, which relays the browser's signalling
+    to it as an application server would, and the kubelet's probes). The browser's page server
+    relays from the host's namespace, which routes the pod ranges through the nodes but not the
+    LoadBalancer pool: an address of the pool would leave the machine by the host's default
+    route."""
+    docs = gateway_manifests(address)
+    gateway = next(d for d in docs if d["kind"] == "Gateway" and
+                   d["metadata"]["name"] == GW_NAME)
+    # TCP and UDP ports on one LoadBalancer Service (MetalLB announces it as one address).
+    gateway["metadata"]["annotations"]["stunner.l7mp.io/enable-mixed-protocol-lb"] = "true"
+    gateway["spec"]["listeners"] = [
+        dict({"name": name, "protocol": protocol, "port": port},
+             **({"tls": {"mode": "Terminate", "certificateRefs": [{"name": TLS_SECRET}]}}
+                if protocol == "TURN-TLS" else {}))
+        for name, protocol, port, _, _ in TRANSPORTS]
+    with open(cert, "rb") as c, open(key, "rb") as k:
+        secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                  "metadata": {"name": TLS_SECRET, "namespace": GW_NS},
+                  "data": {"tls.crt": base64.b64encode(c.read()).decode(),
+                           "tls.key": base64.b64encode(k.read()).decode()}}
+    apart = media_apart()[0]["spec"]["template"]["spec"]["affinity"]
+    janus = {"apiVersion": "apps/v1", "kind": "Deployment",
+             "metadata": {"name": "janus", "namespace": GW_NS},
+             "spec": {"replicas": 1, "selector": {"matchLabels": JANUS},
+                      "template": {"metadata": {"labels": JANUS}, "spec": {
+                          "terminationGracePeriodSeconds": 1,
+                          "securityContext": {"runAsNonRoot": True},
+                          "affinity": apart,
+                          "containers": [{
+                              "name": "janus", "image": "kturn-e2e/janus:0.1.0",
+                              "imagePullPolicy": "Never",
+                              "ports": [{"name": "http", "containerPort": 8088,
+                                         "protocol": "TCP"}],
+                              "readinessProbe": {"httpGet": {"path": "/janus/info",
+                                                             "port": 8088},
+                                                 "periodSeconds": 2},
+                              "securityContext": {"allowPrivilegeEscalation": False,
+                                                  "capabilities": {"drop": ["ALL"]}}}]}}}}
+    service = {"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "janus", "namespace": GW_NS},
+               "spec": {"selector": JANUS, "ports": [
+                   {"name": "rtp", "protocol": "UDP", "port": JANUS_RTP[0],
+                    "targetPort": JANUS_RTP[0]}]}}
+    route = {"apiVersion": "stunner.l7mp.io/v1", "kind": "UDPRoute",
+             "metadata": {"name": "janus", "namespace": GW_NS},
+             "spec": {"parentRefs": [{"name": GW_NAME}],
+                      "rules": [{"backendRefs": [{"name": "janus"}]}]}}
+    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+              "metadata": {"name": "janus", "namespace": GW_NS},
+              "spec": {"podSelector": {"matchLabels": JANUS}, "policyTypes": ["Ingress"],
+                       "ingress": [
+                           {"from": [{"podSelector": {"matchLabels": {
+                               "stunner.l7mp.io/related-gateway-name": GW_NAME}}}],
+                            "ports": [{"protocol": "UDP", "port": JANUS_RTP[0],
+                                       "endPort": JANUS_RTP[1]}]},
+                           {"from": [{"ipBlock": {"cidr": str(fabric.LAN)}}],
+                            "ports": [{"protocol": "TCP", "port": 8088}]}]}}
+    return docs + [secret, janus, service, route, policy]
+
+
+def janus_calls(c: e2e.Cluster, env: Dict[str, str], workdir: str, address: str,
+                cred: Dict[str, str], relays: List[dict], relay_nodes: List[str]) -> List[str]:
+    """Step 5b: a headless Chromium call (audio and video, relay candidates only) from the
+    client network through the Gateway's address to Janus on another node than the kturnd pods,
+    over each transport; what each call measured, and kturnd's session record of it."""
+    import janus  # tests/interop/janus.py: the page, the browser and what a call must show
+    e2e.wait_for("Janus", lambda: e2e.deployment_available(c, "janus", GW_NS), 180)
+    (pod,) = pods(c, GW_NS, "app.kubernetes.io/name=janus")
+    janus_ip, janus_node = pod["status"]["podIP"], pod["spec"]["nodeName"]
+    print(f"Janus pod {janus_ip} on {janus_node}")
+    h.check(janus_node not in relay_nodes, f"the Janus pod shares a node with kturnd")
+    answers: List[str] = []
+
+    def janus_info() -> bool:  # from the host, where the page server relays from
+        answers.append(probe([], "/janus/info", janus_ip, 8088))
+        return '"server_info"' in answers[-1]
+    try:
+        e2e.wait_for(f"Janus's HTTP API on {janus_ip}:8088", janus_info, 90)
+    except h.TestFailure:
+        raise h.TestFailure(f"GET http://{janus_ip}:8088/janus/info answered "
+                            f"{answers[-1][:300]!r}, not Janus's server_info")
+    e2e.wait_for(f"the Gateway's TCP listeners on {address}",
+                 lambda: all(probe(fabric.in_ns(env["CLIENT_NETNS"]), "tcp", address, port) ==
+                             "connected" for port in (3478, 443)), 90)
+    before = {p["metadata"]["name"]: len(sessions(c, p["metadata"]["name"])) for p in relays}
+    measured = []
+    for listener, _, _, url, relay_protocol in TRANSPORTS:
+        turn_url = url.format(address)
+        result = janus.janus_call(turn_url, cred["username"], cred["credential"],
+                                  f"http://{janus_ip}:8088/janus", workdir=workdir,
+                                  netns=env["CLIENT_NETNS"], seconds=8,
+                                  browser_flags=(["--ignore-certificate-errors"]
+                                                 if relay_protocol == "tls" else []))
+        n = janus.check_call(result, relay_protocol=relay_protocol, janus_ip=janus_ip)
+        print(f"  {turn_url}: {janus.describe(n)}")
+
+        def recorded() -> Optional[dict]:
+            for p in relays:
+                name = p["metadata"]["name"]
+                for s in sessions(c, name)[before[name]:]:
+                    if (s.get("listener", "").endswith(listener) and
+                            s.get("client", "").startswith(env["CLIENT_IP"] + ":") and
+                            janus_ip in s.get("peers", [])):
+                        return dict(s, pod=name)
+            return None
+        # Chromium deletes its allocation when the page hangs up; kturnd logs the session then.
+        record = e2e.wait_for(f"kturnd's session record of the {listener} call", recorded, 30)
+        print(f"    kturnd {record['pod']} session {record.get('session')}: client "
+              f"{record['client']}, listener {record['listener']}, peers {record['peers']}, "
+              f"packets to peers {record.get('packets_to_peers')}, to the client "
+              f"{record.get('packets_to_client')}")
+        h.check(record.get("packets_to_peers", 0) > 0 and
+                record.get("packets_to_client", 0) > 0,
+                f"kturnd's session record of the {listener} call: {record}")
+        measured.append(f"{relay_protocol}: frames {n['frames_decoded'][1]}, lost "
+                        f"{n['audio_packets_lost']}+{n['video_packets_lost']}, RTT "
+                        f"{n['rtt_pair_ms']} ms")
+    return measured
 
 
 def sessions(c: e2e.Cluster, pod: str) -> List[dict]:
@@ -540,10 +682,16 @@ def daemonset_mode(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], work
     h.check(relayed == expected, f"relayed addresses {relayed}, not every node's {expected}")
 
     turn = (address, HOSTNET_PORT)
+    # A whole call through each node: uclient's two allocations come from two ports, which the
+    # router hashes apart two times in three over three nodes, so a node gets a whole call in
+    # one try of nine. 24 tries left a node without one in about one run in six (a run had 18
+    # split and none whole on one node); 48 in about one in a hundred. (Split calls do not
+    # count: uclient releases one allocation and leaves the other to expire, and the session
+    # record checked below is written when an allocation ends.)
     placed = place_calls(lambda i: e2e.Call(
         workdir, turn, cred, media_ip, f"hostnet-{i}", messages=200, interval_ms=10,
         prefix=fabric.in_ns(env["CLIENT_NETNS"]), clients=1, verbose=True),
-        {ip: 1 for ip in expected}, 24)
+        {ip: 1 for ip in expected}, 48)
     for calls in placed.values():
         for each in calls:
             each.finish()
@@ -666,11 +814,19 @@ def body(args: argparse.Namespace, workdir: str) -> None:
                              if a["type"] == "InternalIP")
         print(f"node {name}: {node_ip[name]}, zone {zones[name]}, pods {n['spec'].get('podCIDR')}")
     h.check(len(zones) >= 3 and len(set(zones.values())) == 2, f"nodes and zones: {zones}")
-    sessions_up = [line.split()[0] for line in net.birdc("show", "protocols").splitlines()
-                   if " BGP " in line and "Established" in line]
-    print(f"router {env['ROUTER_NETNS']}: BGP Established with {sessions_up}; client "
+    def established() -> List[str]:
+        return [line.split()[0] for line in net.birdc("show", "protocols").splitlines()
+                if " BGP " in line and "Established" in line]
+    # The last node's speaker may still be opening its session when cluster.py up returns.
+    seen: List[List[str]] = []
+    try:
+        e2e.wait_for("a BGP session from every node's speaker", lambda: (
+            lambda up: seen.append(up) or (up if len(up) == len(zones) else None))(
+                established()), 60)
+    except h.TestFailure:
+        raise h.TestFailure(f"the router's BGP sessions after 60 s: {seen[-1]}")
+    print(f"router {env['ROUTER_NETNS']}: BGP Established with {seen[-1]}; client "
           f"{env['CLIENT_IP']} in {env['CLIENT_NETNS']}; pool {env['LB_POOL']}")
-    h.check(len(sessions_up) == len(zones), f"the router's BGP sessions: {sessions_up}")
     print(f"idle, before kturn: {idle_cost(args.cluster)}")
 
     # 1. The chart, kturnd spread across zones.
@@ -792,6 +948,18 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         print(f"  {what} ({host}:{port}/{kind}) from a {source}: {got}")
         h.check(got == want, f"{what} from a {source}: {got}, expected {want}")
     timings["policies"] = time.monotonic() - t0
+
+    # 5b. Real media: Janus behind the Gateway's three transports.
+    print("--- 5b. WebRTC calls to Janus (headless Chromium, relay only)")
+    c.apply(janus_manifests(address, *h.self_signed_cert("turn.kturn.test")))
+    janus_results = janus_calls(c, env, workdir, address, cred, relays, relay_nodes)
+    timings["Janus calls"] = time.monotonic() - t0
+    print("Janus calls: " + "; ".join(janus_results))
+    # Janus goes: the steps after place pods by the nodes' load (step 8's third kturnd pod went
+    # to a node beside another once, with Janus on the third node).
+    c.kubectl("delete", "deployment", "janus", "-n", GW_NS)
+    e2e.wait_for("the Janus pod gone", lambda: not c.get(
+        "pods", ns=GW_NS, selector="app.kubernetes.io/name=janus")["items"], 60)
 
     loss = node_loss(c, net, env, workdir, cred, address, relays, media_ip, node_ip)
     timings["node loss"] = time.monotonic() - t0

@@ -51,6 +51,12 @@ none may be lost):
      renders again (a scale of the media Deployment reaches kturnd's allow-list).
   8. The Gateway deleted: its Deployment and Service (owned by it) are garbage-collected, its
      pods terminate and drain.
+  9. A STUNner user's migration as docs/migration-from-stunner.md gives it: `helm upgrade` of
+     the release with STUNner's own values.yaml (helm/stunner 1.2.0, unpacked into the tool cache
+     from ../shared/reference/; the step says so and is left out where that is absent), only
+     its three image references made kturn's; the seed's Gateway applied again; a credential
+     from STUNner's auth Service name (stunner-auth:8088, /ice), as a signalling server of a
+     STUNner user asks it; and a call with it through the new kturnd pod, 0 lost.
 
   /usr/bin/python3 tests/e2e/e2e_test.py --cluster DIR     (DIR: cluster.py's --dir)
 """
@@ -497,7 +503,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
 
     steps = [("rotate the auth Secret", rotate_secret), ("scale the media server", scale_media),
              ("roll kturnd to a new tag", roll_kturnd), ("delete the operator pod", kill_operator),
-             ("delete the Gateway", delete_gateway)]
+             ("delete the Gateway", delete_gateway),
+             ("STUNner's values, STUNner's auth Service", stunner_values)]
     for n, (name, step) in enumerate(steps, start=4):
         start = time.monotonic()
         print(f"--- {n}. {name}")
@@ -844,6 +851,54 @@ def delete_gateway(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
               if p["status"].get("podIP")]
     print(f"Gateway deleted: its Deployment and Service (owned by it) are gone; its pods "
           f"terminate ({len(pods)} draining: {states})")
+
+
+# STUNner's values.yaml keys of the three images (helm/stunner 1.2.0) and kturn's images.
+STUNNER_IMAGES = {
+    ("stunnerGatewayOperator", "deployment", "container", "manager", "image"):
+        "docker.io/kturn/kturn-operator",
+    ("stunnerGatewayOperator", "dataplane", "spec", "image"): "docker.io/kturn/kturnd",
+    ("stunnerAuthService", "deployment", "container", "authService", "image"):
+        "docker.io/kturn/kturn-auth",
+}
+
+
+def stunner_values(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
+    source = os.path.join(c.env["TOOLS"], "stunner-helm", "values.yaml")
+    if not os.path.exists(source):
+        print(f"left out: no {source} (scripts/build-test-tools.sh unpacks STUNner's chart from "
+              "../shared/reference/)")
+        return
+    with open(source) as f:
+        values = yaml.safe_load(f)
+    for keys, name in STUNNER_IMAGES.items():
+        image = functools.reduce(lambda node, k: node[k], keys, values)
+        image.update(name=name, tag="0.1.0")
+    path = os.path.join(workdir, "stunner-values.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(values, f)
+    # --force-conflicts: step 6 set the Dataplane's image with kubectl patch, a field manager
+    # of its own that Helm's server-side apply would otherwise not take the field from.
+    c.helm("upgrade", RELEASE, CHART, "-n", SYSTEM_NS, "-f", path, "--force-conflicts", "--wait",
+           "--timeout", "5m")
+    auth = c.get("service", "stunner-auth", SYSTEM_NS)
+    h.check(auth and [p["port"] for p in auth["spec"]["ports"]] == [8088],
+            f"STUNner's auth Service stunner-auth:8088: {auth.get('spec', {}).get('ports')}")
+    c.apply([d for d in seed_manifests() if d["kind"] == "Gateway"])
+    wait_for(f"the Gateway's kturnd Deployment {GW_NS}/{GW_NAME} again",
+             lambda: deployment_available(c, GW_NAME, GW_NS), 180)
+    svc = c.get("service", GW_NAME, GW_NS)
+    node_port = next(p for p in svc["spec"]["ports"] if p["protocol"] == "UDP")["nodePort"]
+    new_turn = (turn[0], node_port)
+    wait_reachable(new_turn, f"Gateway {GW_NS}/{GW_NAME} on STUNner's values")
+    url = (f"http://{auth['spec']['clusterIP']}:8088/ice?" +
+           urllib.parse.urlencode({"service": "turn", "username": "stunner-signalling"}))
+    with urllib.request.urlopen(url, timeout=5) as r:
+        servers = json.loads(r.read())["iceServers"]
+    h.check(servers and servers[0].get("credential"), f"stunner-auth /ice: {servers}")
+    print(f"STUNner's values.yaml (images kturn's): release upgraded; stunner-auth:8088 /ice "
+          f"answered urls {servers[0]['urls']}")
+    Call(workdir, new_turn, servers[0], media, "stunner-values").finish()
 
 
 def main() -> None:

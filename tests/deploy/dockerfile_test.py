@@ -289,27 +289,26 @@ class BuildImagesScriptTest(unittest.TestCase):
                 with self.subTest(file=path, arg=arg):
                     self.assertIn(f'--build-arg "{arg}=', self.text)
 
-    def test_media_echo_runs_as_non_root(self):
-        parsed = instructions(read(self.MEDIA_ECHO))
-        self.assertIn("media-echo", self.repository)
-        final = stages(parsed)[-1]
+    def non_root_final_stage(self, path: str) -> list:
+        """The last stage of the Containerfile at `path`, checked to be debian:12's (the build
+        argument's default) run as one non-root user and group."""
+        final = stages(instructions(read(path)))[-1]
         self.assertEqual(final[0], ("FROM", BUILD_IMAGE), "its default base is debian:12")
         users = [a for k, a in final if k == "USER"]
         self.assertEqual(len(users), 1)
         uid, _, gid = users[0].partition(":")
         self.assertTrue(uid.isdigit() and int(uid) != 0 and gid.isdigit() and int(gid) != 0)
+        return final
+
+    def test_media_echo_runs_as_non_root(self):
+        self.assertIn("media-echo", self.repository)
+        final = self.non_root_final_stage(self.MEDIA_ECHO)
         self.assertEqual([json.loads(a) for k, a in final if k == "ENTRYPOINT"],
                          [["/usr/bin/turnutils_peer"]])
 
     def test_janus_runs_as_non_root_on_the_config_it_writes(self):
-        parsed = instructions(read(self.JANUS))
         self.assertEqual(self.repository.get("janus"), "kturn-e2e/janus")
-        final = stages(parsed)[-1]
-        self.assertEqual(final[0], ("FROM", BUILD_IMAGE), "its default base is debian:12")
-        users = [a for k, a in final if k == "USER"]
-        self.assertEqual(len(users), 1)
-        uid, _, gid = users[0].partition(":")
-        self.assertTrue(uid.isdigit() and int(uid) != 0 and gid.isdigit() and int(gid) != 0)
+        final = self.non_root_final_stage(self.JANUS)
         (entrypoint,) = [json.loads(a) for k, a in final if k == "ENTRYPOINT"]
         self.assertEqual(entrypoint[0], "/usr/bin/janus")
         config = read(os.path.join("tests", "e2e", "janus-config.sh"))

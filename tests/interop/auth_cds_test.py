@@ -31,6 +31,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
+import stunner_inputs  # noqa: E402  (gateway_class)
 import operator_test as op  # noqa: E402  (its waits)
 from operator_test import cp  # noqa: E402  (tests/support/control_plane.py)
 from auth_test import rest_password  # noqa: E402
@@ -43,11 +44,7 @@ SECRET_A_ROTATED = "rotated-secret-of-gateway-a"
 def gateway_manifests(cls: str, ns: str, gw: str, realm: str, secret: str, port: int) -> list:
     """A GatewayClass with its own GatewayConfig and Secret, and one Gateway of that class."""
     return [
-        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-         "metadata": {"name": cls},
-         "spec": {"controllerName": "stunner.l7mp.io/gateway-operator",
-                  "parametersRef": {"group": "stunner.l7mp.io", "kind": "GatewayConfig",
-                                    "name": cls, "namespace": "stunner"}}},
+        stunner_inputs.gateway_class(cls, cls),
         {"apiVersion": "stunner.l7mp.io/v1", "kind": "GatewayConfig",
          "metadata": {"name": cls, "namespace": "stunner"},
          "spec": {"realm": realm, "authRef": {"name": cls, "namespace": "stunner"}}},

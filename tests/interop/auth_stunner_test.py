@@ -64,6 +64,7 @@ from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
+import stunner_inputs  # noqa: E402  (gateway_class)
 import operator_test as op  # noqa: E402  (its waits)
 from operator_test import cp  # noqa: E402  (tests/support/control_plane.py)
 
@@ -135,11 +136,7 @@ def manifests(cert: str, key: str) -> list:
                       ("class-b", {"realm": "b.kturn.test", "authType": "static",
                                    "userName": USER_B, "password": PASS_B})):
         docs += [
-            {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
-             "metadata": {"name": cls},
-             "spec": {"controllerName": "stunner.l7mp.io/gateway-operator",
-                      "parametersRef": {"group": "stunner.l7mp.io", "kind": "GatewayConfig",
-                                        "name": cls, "namespace": "stunner"}}},
+            stunner_inputs.gateway_class(cls, cls),
             {"apiVersion": "stunner.l7mp.io/v1", "kind": "GatewayConfig",
              "metadata": {"name": cls, "namespace": "stunner"}, "spec": spec}]
     docs.append({"apiVersion": "v1", "kind": "Secret",

@@ -253,8 +253,10 @@ def with_explicit_dataplane(docs: List[dict]) -> List[dict]:
     has none of that name: STUNner renders nothing without one (kturn renders with its defaults:
     the `missing-dataplane` generated case keeps that difference in view)."""
     # A Service owned by a Gateway stands for the operator's own Service in kturnctl render's
-    # inputs (its node ports); here each operator makes its own.
-    docs = [d for d in json.loads(json.dumps(docs)) if not (
+    # inputs (its node ports); here each operator makes its own. A Node (an external address
+    # for NodePort Gateways) is left out: cluster-wide, it would become every operator's public
+    # address on the shared control plane, the other tests' too.
+    docs = [d for d in json.loads(json.dumps(docs)) if d.get("kind") != "Node" and not (
         d.get("kind") == "Service" and any(r.get("kind") == "Gateway" for r in
                                            d.get("metadata", {}).get("ownerReferences", [])))]
     for d in docs:

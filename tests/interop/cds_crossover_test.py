@@ -40,20 +40,25 @@ import operator_test as op  # noqa: E402  (the seed manifests, uclient, waits)
 from operator_test import cp  # noqa: E402
 
 
-def start_operator(args: argparse.Namespace, scope: "cp.Scope", cds_port: int,
+def start_operator(impl: str, binary: str, scope: "cp.Scope", controller: str, cds: str,
                    workdir: str) -> h.Proc:
-    """The operator under --operator-impl, as its chart runs it but for the CDS address (a free
-    loopback port) and no metrics or health endpoints of its own (fixed ports, shared host)."""
-    kubeconfig = scope.service_account_kubeconfig(f"{args.operator_impl}-operator")
-    if args.operator_impl == "kturn":
-        argv = ["--kubeconfig", kubeconfig, "--controller-name", scope.controller_name,
-                "--cds-addr", f"{h.LOOPBACK}:{cds_port}", "-l", "all:DEBUG"]
-    else:  # STUNner's: controller-runtime's flags, its kubeconfig from $KUBECONFIG
-        argv = ["--controller-name", scope.controller_name, "--config-discovery-address",
-                f"{h.LOOPBACK}:{cds_port}", "--zap-log-level", "info"]
-    operator = h.Proc(f"{args.operator_impl}-operator",
-                      [os.path.abspath(args.operator), *argv, *op.NO_OWN_ENDPOINTS], workdir,
-                      env=dict(os.environ, KUBECONFIG=kubeconfig))
+    """kturn-operator (impl "kturn") or STUNner's gateway operator, as its chart runs it but for
+    the controller name, the CDS address (`cds`, a free loopback address; kturn's pods are told
+    the same one, as STUNner's are) and no metrics or health endpoints of its own (fixed ports,
+    shared host); its kubeconfig a ServiceAccount's of `scope`."""
+    kubeconfig = scope.service_account_kubeconfig(f"{impl}-operator")
+    if impl == "kturn":
+        argv = ["--kubeconfig", kubeconfig, "--cds-addr", cds, "--cds-server-address", cds,
+                "-l", "all:INFO"]
+    else:  # STUNner's: controller-runtime finds the kubeconfig in $KUBECONFIG. Its log flags as
+        # its chart sets them: at zap's development default (debug), a UDPRoute of two rules
+        # makes it panic (renderCluster logs printf-style arguments as key-value pairs, and
+        # zap's development mode panics on that).
+        argv = ["--config-discovery-address", cds, "--zap-encoder=console",
+                "--zap-log-level=info"]
+    operator = h.Proc(f"{impl}-operator", [
+        os.path.abspath(binary), "--controller-name", controller, *argv, *op.NO_OWN_ENDPOINTS],
+        workdir, env=dict(os.environ, KUBECONFIG=kubeconfig))
     h.register_log(operator.log_path)
     return operator.start()
 
@@ -80,7 +85,8 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     cds_port = h.free_port()
     scope = cp.Scope()
     h.register_cleanup(scope.delete)
-    operator = start_operator(args, scope, cds_port, workdir)
+    operator = start_operator(args.operator_impl, args.operator, scope, scope.controller_name,
+                              f"{h.LOOPBACK}:{cds_port}", workdir)
     procs = [operator]
     # stunnerd keeps STUNner's default :8086 health check. stunnerd v1.2.1 bootstraps with it
     # (-w); a first config that turns it off, served a few milliseconds later, races its health

@@ -44,9 +44,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
-import operator_test as op  # noqa: E402
 from operator_test import cp  # noqa: E402  (tests/support/control_plane.py)
 import stunner_inputs  # noqa: E402  (the generator)
+from cds_crossover_test import start_operator  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -176,22 +176,8 @@ class Operator:
         self.impl = impl
         self.cds_port = h.free_port()
         self.controller = f"stunner.l7mp.io/{impl}-differential-{runner.suffix}"
-        kubeconfig = runner.service_account_kubeconfig(f"{impl}-operator")
         self.cds = f"{h.LOOPBACK}:{self.cds_port}"
-        if impl == "kturn":  # the address its pods are told is STUNner's default: its listen one
-            argv = ["--kubeconfig", kubeconfig, "--cds-addr", self.cds, "--cds-server-address",
-                    self.cds]
-        else:  # STUNner's: controller-runtime finds the kubeconfig in $KUBECONFIG. Its log
-            # flags as its chart sets them: at zap's development default (debug), a UDPRoute of
-            # two rules makes it panic (renderCluster logs printf-style arguments as key-value
-            # pairs, and zap's development mode panics on that).
-            argv = ["--config-discovery-address", self.cds,
-                    "--zap-encoder=console", "--zap-log-level=info"]
-        self.proc = h.Proc(f"{impl}-operator", [
-            os.path.abspath(binary), "--controller-name", self.controller, *argv,
-            *op.NO_OWN_ENDPOINTS], workdir, env=dict(os.environ, KUBECONFIG=kubeconfig))
-        h.register_log(self.proc.log_path)
-        self.proc.start()
+        self.proc = start_operator(impl, binary, runner, self.controller, self.cds, workdir)
 
     def configs(self) -> List[dict]:
         """Every config the operator's CDS server holds."""

@@ -11,6 +11,8 @@
 // reports the true state.
 // kturn adds over-capacity (admin.capacity, capacity_gate.h): a READY process over its marks
 // answers /ready with 503 too, without leaving READY; --force-ready-status overrides it as well.
+// The same flag makes the TURN cores redirect new Allocates on listeners that have
+// alternate_servers (300 Try Alternate), whatever /ready answers.
 // kturn's --ready-while-draining keeps TERMINATING ready, and only that: NOT-READY and the
 // capacity marks still answer 503. Where a node announces a route while it holds a ready pod
 // (MetalLB's BGP mode with externalTrafficPolicy Local), the route, and with it the flows of
@@ -48,6 +50,10 @@ class HealthState {
   // Set and cleared by the daemon's capacity thread (CapacityGate).
   void setOverCapacity(bool over) { over_capacity_.store(over, std::memory_order_relaxed); }
   bool overCapacity() const { return over_capacity_.load(std::memory_order_relaxed); }
+  // The flag itself, for the workers' TURN cores (turn::Server::Options::over_capacity): over
+  // the marks they redirect new Allocates to a listener's alternate servers. Read only;
+  // --force-ready-status does not clear it.
+  const std::atomic<bool>& overCapacityFlag() const { return over_capacity_; }
 
   HealthStatus status() const { return status_.load(std::memory_order_acquire); }
   // What /ready answers: READY (or TERMINATING, when ready while draining) and not over

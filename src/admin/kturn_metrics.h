@@ -44,7 +44,8 @@ inline constexpr std::string_view kQuotaReached = "quota_reached";              
 // 486 too, but for admin.limits.source_quota rather than the per-user admin.user_quota.
 inline constexpr std::string_view kSourceQuotaReached = "source_quota_reached";     // 486
 inline constexpr std::string_view kInsufficientCapacity = "insufficient_capacity";  // 508
-// 300 Try Alternate: refused for capacity, and sent to listeners[].alternate_servers instead.
+// 300 Try Alternate: refused for capacity (full, or over the admin.capacity marks), and sent to
+// listeners[].alternate_servers instead.
 inline constexpr std::string_view kTryAlternate = "try_alternate";  // 300
 }  // namespace reject_reason
 

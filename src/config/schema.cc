@@ -208,8 +208,10 @@ std::vector<FieldSpec> capacityFields() {
        .description = "Readiness marks for load balancers and GeoDNS health checks "
                       "([capacity](operations.md#capacity-aware-readiness)): at or above any "
                       "mark `/ready` answers 503 while every allocation held is still served, "
-                      "and 200 again once every measure is under `resume_percent` of its mark. "
-                      "`/capacity` gives the measures and the headroom. Absent or 0: no mark."},
+                      "and 200 again once every measure is under `resume_percent` of its mark; "
+                      "meanwhile a new Allocate on a listener with `alternate_servers` is "
+                      "redirected there (300). `/capacity` gives the measures and the headroom. "
+                      "Absent or 0: no mark."},
       mark("admin.capacity.allocations", kDefaults.allocations, kNonNegative, "",
            "Allocations held by this kturnd (all workers).", "8000"),
       mark("admin.capacity.relay_kbps", kDefaults.relay_kbps, kNonNegative, "kbit/s",
@@ -427,7 +429,10 @@ std::vector<FieldSpec> listenerFields() {
        .description = "Siblings serving the same transport, in order of preference: an Allocate "
                       "this kturnd refuses for capacity (`admin.limits.max_allocations`, no relay "
                       "port free) is answered 300 Try Alternate naming the first of the client's "
-                      "address family (RFC 8489 §10) instead of 508 "
+                      "address family (RFC 8489 §10) instead of 508, and so is every new Allocate "
+                      "while the process is over an `admin.capacity` mark (the allocations held, "
+                      "their Refreshes and retransmitted Allocates stay; without an alternate of "
+                      "the client's family it is granted) "
                       "([redirect when full](operations.md#redirect-when-full)).",
        .sample = R"(["198.51.100.7:3478", "[2001:db8::7]:3478"])",
        .bad_sample = R"(["turn.example.com:3478"])"},

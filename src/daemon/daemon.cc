@@ -117,6 +117,7 @@ Result<void> Daemon::start() {
     wo.session_log = options_.session_log;
     wo.udp_segmentation = options_.udp_segmentation;
     wo.user_quota = &user_quota_;
+    wo.over_capacity = &health_.overCapacityFlag();
     workers_.push_back(std::make_unique<worker::Worker>(wo, dataplane_, reservations_));
   }
   std::vector<worker::Worker*> siblings;
@@ -743,10 +744,10 @@ void Daemon::sampleCapacity() {
     return m.mark == 0 ? std::string("-") : fmt::format("{:.0f}/{}", m.value, m.mark);
   };
   spdlog::info(
-      "{} (allocations {}, relay kbit/s {}, CPU % {}): /ready answers {}, the allocations held "
-      "are served",
+      "{} (allocations {}, relay kbit/s {}, CPU % {}): /ready answers {}, new Allocates on "
+      "listeners with alternate_servers are {}, the allocations held are served",
       over ? "over capacity" : "back under capacity", show(r.allocations), show(r.relay_kbps),
-      show(r.cpu_percent), over ? 503 : 200);
+      show(r.cpu_percent), health_.ready() ? 200 : 503, over ? "redirected" : "granted");
 }
 
 worker::WorkerStats Daemon::collectStats() {

@@ -150,8 +150,9 @@ class Daemon {
   // The eBPF fast path; before workers_, whose channel offloaders write its maps until they go.
   OffloadManager offload_;  // guarded by mutex_
   xdp::OffloadMaps* offload_maps_ = nullptr;
-  std::vector<std::unique_ptr<worker::Worker>> workers_;
+  // Before workers_, whose TURN cores read its over-capacity flag on each new Allocate.
   admin::HealthState health_;
+  std::vector<std::unique_ptr<worker::Worker>> workers_;
   admin::CapacityGate capacity_{admin::availableCpus()};
   std::unique_ptr<admin::AdminServer> health_server_;
   std::unique_ptr<admin::AdminServer> metrics_server_;  // null when sharing health_server_

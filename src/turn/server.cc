@@ -54,6 +54,9 @@ bool isKnownAttribute(uint16_t type) {
   }
 }
 
+// Options::over_capacity when there is none.
+const std::atomic<bool> kNeverOverCapacity{false};
+
 }  // namespace
 
 Server::Server(ServerConfigPtr config, RelayAllocator& relays, const Options& options)
@@ -66,6 +69,8 @@ Server::Server(ServerConfigPtr config, RelayAllocator& relays, const Options& op
       rng_state_(options.seed == 0 ? 0x9E3779B97F4A7C15ULL : options.seed),
       own_user_quota_(options.user_quota == nullptr ? std::make_unique<UserQuota>() : nullptr),
       user_quota_(options.user_quota != nullptr ? *options.user_quota : *own_user_quota_),
+      over_capacity_(options.over_capacity != nullptr ? *options.over_capacity
+                                                      : kNeverOverCapacity),
       connections_(options.connection_id_prefix),
       worker_index_(options.connection_id_prefix),
       stats_(1) {}

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -61,6 +62,12 @@ class Server {
     // Allocations per username, shared by every core of the process so that admin.user_quota
     // holds per process; not owned, must outlive the Server. Null: this core's own.
     UserQuota* user_quota = nullptr;
+    // Whether the process is over its capacity marks (admin.capacity, with their hysteresis),
+    // written by the daemon's capacity thread; not owned, must outlive the Server. Read with one
+    // relaxed load per new Allocate, never per packet: over the marks, an Allocate on a listener
+    // with an alternate server of the client's family is redirected there (300), as one refused
+    // for hard capacity is. Null: never over.
+    const std::atomic<bool>* over_capacity = nullptr;
   };
 
   Server(ServerConfigPtr config, RelayAllocator& relays, const Options& options);
@@ -208,12 +215,18 @@ class Server {
   // An Allocate on a 5-tuple that holds `existing`: the same answer for a retransmission, else
   // 437.
   void answerAgain(Request& req, const Allocation& existing);
-  // The per-user, per-source and per-core allocation limits: false after the refusal. The user's
-  // quota is taken on true; the caller gives it back if the allocation is not made.
-  bool withinQuotas(Request& req, std::string_view username);
+  // The per-user, per-source and per-core allocation limits, then the process's capacity marks:
+  // false after the refusal or redirect. The user's quota is taken on true; the caller gives it
+  // back if the allocation is not made. `reserved`: the Allocate names a RESERVATION-TOKEN, which
+  // the marks do not redirect.
+  bool withinQuotas(Request& req, std::string_view username, bool reserved);
   // An Allocate this core has no room for: 300 Try Alternate naming the listener's alternate
   // server of the client's family (RFC 8489 §10), or 508 without one.
   void refuseForCapacity(Request& req);
+  // The request's listener's first alternate server of the client's family, or null.
+  const TransportAddress* alternateServer(const Request& req) const;
+  // 300 Try Alternate naming `alternate` (ALTERNATE-DOMAIN too on TLS and DTLS listeners).
+  void redirect(Request& req, const TransportAddress& alternate);
 
   // RFC 8016 (handlers/refresh.cc). A Refresh with MOBILITY-TICKET from a 5-tuple without an
   // allocation: moves the allocation the ticket names here, from this core or another.
@@ -293,6 +306,7 @@ class Server {
   AllocationTable allocations_;
   std::unique_ptr<UserQuota> own_user_quota_;  // when Options::user_quota is null
   UserQuota& user_quota_;
+  const std::atomic<bool>& over_capacity_;  // Options::over_capacity, or a flag never set
   TimerWheel<AllocationId> timers_;
   PeerConnections connections_;  // RFC 6062
   uint8_t worker_index_;         // Options::connection_id_prefix

@@ -30,7 +30,7 @@ namespace kturn::turn {
   X(allocations_rejected_quota, "Allocate refused with 486 (per-user quota)")                \
   X(allocations_rejected_source_quota, "Allocate refused with 486 (per-source quota)")       \
   X(allocations_rejected_capacity, "Allocate refused with 508 (no relay port or limit)")     \
-  X(allocations_redirected, "Allocate refused for capacity with 300 (alternate server)")     \
+  X(allocations_redirected, "Allocate redirected with 300: full, or over admin.capacity")    \
   X(mobility_moves, "allocations that moved to a new client address (RFC 8016)")             \
   X(mobility_refused, "MOBILITY-TICKETs refused: mobility off, forged, stale or misused")    \
   X(auth_missing, "TURN requests without MESSAGE-INTEGRITY (401 challenge)")                 \

@@ -21,6 +21,7 @@ turn::Server::Options serverOptions(const Worker::Options& options) {
   turn::Server::Options o;
   o.connection_id_prefix = static_cast<uint8_t>(options.index);
   o.user_quota = options.user_quota;
+  o.over_capacity = options.over_capacity;
   o.nonce_key = options.nonce_key;
   o.mobility_key = options.mobility_key;
   constexpr std::array<uint8_t, 32> kUnset{};

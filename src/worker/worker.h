@@ -97,6 +97,9 @@ class Worker : public turn::MobilityRouter {
     // The process's allocations per username, shared by every worker (admin.user_quota holds
     // per process); not owned. Null: the worker's TURN core counts its own.
     turn::UserQuota* user_quota = nullptr;
+    // Whether the process is over its admin.capacity marks (admin::HealthState, set by the
+    // daemon's capacity thread); not owned. Null: never over (turn::Server::Options).
+    const std::atomic<bool>* over_capacity = nullptr;
     // Shared relay sockets (`--relay-sockets shared`): the process's relayed-address table and
     // lookup, not owned. Null: a socket per allocation.
     SharedRelayPorts* shared_relays = nullptr;

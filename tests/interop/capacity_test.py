@@ -12,6 +12,13 @@
                     naming kturnd B: with A full, coturn's turnutils_uclient follows the 300 Try
                     Alternate to B and relays through it with no loss, and an aioice TURN client
                     that is handed the redirect allocates on B and relays; A counts the redirects.
+  --case redirect-over-mark
+                    kturnd A at admin.capacity.allocations 4 with --force-ready-status (no
+                    max_allocations), alternate_servers naming kturnd B: 4 clients hold
+                    allocations on A; once /capacity reports over (and /ready stays 200), a new
+                    Allocate is answered 300 naming B, coturn's turnutils_uclient follows it and
+                    relays through B with no loss, and the 4 on A keep refreshing and relaying;
+                    once one leaves (under the resume point) A grants again.
 
   /usr/bin/python3 capacity_test.py --server kturnd --kturnd build/kturnd --case readiness
 """
@@ -276,13 +283,112 @@ def case_redirect(args, workdir):
           f"{count:.0f} redirects counted")
 
 
+def echoed(client, channel: int, count: int) -> int:
+    """Sends `count` ChannelData messages on `channel` and counts the echoes that come back."""
+    for i in range(count):
+        client.send_channel_data(channel, f"held {i}".encode())
+    got, deadline = 0, time.monotonic() + 3
+    while got < count and time.monotonic() < deadline:
+        got += sum(1 for p in client.drain(0.2) if len(p) >= 4 and
+                   int.from_bytes(p[:2], "big") == channel)
+    return got
+
+
+def case_redirect_over_mark(args, workdir):
+    # What multi-region operators run (docs/operations.md#capacity-aware-readiness): readiness
+    # never withdraws the route (--force-ready-status), and the marks redirect only new users.
+    mark = 4
+    sibling = start_kturnd(args, os.path.join(workdir, "b"), {})
+    os.makedirs(sibling.workdir, exist_ok=True)
+    with sibling:
+        full = start_kturnd(
+            args, os.path.join(workdir, "a"), {"capacity": {"allocations": mark}},
+            listener={"alternate_servers": [f"{sibling.host}:{sibling.port}"]},
+            extra_args=["--force-ready-status"])
+        os.makedirs(full.workdir, exist_ok=True)
+        with full:
+            _, peer_port = h.start_udp_echo_peer(workdir)
+            peer = (h.LOOPBACK, peer_port)
+            user, password = full.settings.credentials()
+            holders = [h.TurnClient(full.address, user, password) for _ in range(mark)]
+            try:
+                for c in holders:
+                    c.allocate()
+                    h.check(c.channel_bind(0x4001, peer).error_code() is None,
+                            "ChannelBind refused under the mark")
+                reached = time.monotonic()
+                # The capacity thread samples once a second.
+                ops_test.wait_for(lambda: capacity(full)[1]["over_capacity"], 5,
+                                  "/capacity to report over the allocations mark")
+                over_after = time.monotonic() - reached
+                h.check(capacity(full)[0] == 503, "/capacity over the mark did not answer 503")
+                h.check(ready(full) == 200, "/ready left 200 despite --force-ready-status")
+
+                probe = h.TurnClient(full.address, user, password)
+                try:
+                    reply = probe.request(h.ALLOCATE, lambda m: m.add(h.A_REQUESTED_TRANSPORT,
+                                                                      bytes([17, 0, 0, 0])))
+                    h.check((reply.error_code() or (0,))[0] == 300,
+                            f"a new Allocate over the mark got {reply.describe()}, want 300")
+                    alternate = h.unpack_address(reply.get(h.A_ALTERNATE_SERVER) or b"")
+                    h.check(tuple(alternate) == sibling.address,
+                            f"ALTERNATE-SERVER {alternate}, want the sibling {sibling.address}")
+                    h.check(reply.check_integrity(probe.key),
+                            "the 300 does not carry the client's MESSAGE-INTEGRITY")
+                finally:
+                    probe.close()
+
+                # uclient: 1 client, 50 messages; its Allocate meets A over the mark.
+                summary = ops_test.run_uclient(
+                    workdir, ops_test.uclient_argv(full, peer_port, 1, 50, 10))
+                h.check(summary["sent"] == 50 and summary["recv"] == 50 and
+                        summary["lost"] == 0, f"uclient through the sibling: {summary}")
+                samples = ops_test.metric_samples(sibling.health)
+                on_sibling = samples.get(("kturn_allocations_created_total",
+                                          (("listener", "udp"),)), 0)
+                relayed = sum(v for (name, labels), v in samples.items()
+                              if name == "kturn_relayed_packets_total")
+                h.check(on_sibling >= 1 and relayed >= 100,
+                        f"uclient's call did not go through the sibling: {on_sibling} "
+                        f"allocations created there, {relayed} packets relayed")
+
+                # The allocations held on A are untouched: they refresh and relay.
+                for i, c in enumerate(holders):
+                    h.check(c.refresh(600).error_code() is None,
+                            f"holder {i}'s Refresh failed over the mark")
+                    got = echoed(c, 0x4001, 5)
+                    h.check(got == 5, f"holder {i} got {got}/5 echoes over the mark")
+                count = redirects(full)
+                h.check(count >= 2, f"A counted {count} redirects, want >= 2 (ours, uclient's)")
+                h.check(ops_test.allocation_count(full.health) == mark,
+                        f"A holds other than its {mark} allocations")
+
+                # Under the resume point (90 % of 4: 3.6) A grants new Allocates again.
+                h.check(holders[0].refresh(0).error_code() is None, "Refresh(0) failed")
+                ops_test.wait_for(lambda: not capacity(full)[1]["over_capacity"], 5,
+                                  "/capacity to report under the resume point")
+                with h.TurnClient(full.address, user, password) as late:
+                    late.allocate()
+            finally:
+                for c in holders:
+                    c.close()
+            full.check_alive()
+        sibling.check_alive()
+    print(f"redirect over the mark: /capacity over {over_after:.2f} s after the {mark}th "
+          f"allocation (/ready 200 throughout), uclient followed 300 to the sibling "
+          f"({summary['recv']}/{summary['sent']} echoed, {on_sibling:.0f} allocations there), "
+          f"the {mark} allocations held refreshed and echoed 5/5 each; {count:.0f} redirects")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_server_args(p)
-    p.add_argument("--case", required=True, choices=("readiness", "bandwidth", "redirect"))
+    p.add_argument("--case", required=True,
+                   choices=("readiness", "bandwidth", "redirect", "redirect-over-mark"))
     args, _ = p.parse_known_args()
-    cases = {"readiness": case_readiness, "bandwidth": case_bandwidth, "redirect": case_redirect}
+    cases = {"readiness": case_readiness, "bandwidth": case_bandwidth, "redirect": case_redirect,
+             "redirect-over-mark": case_redirect_over_mark}
     h.run_test(f"capacity-{args.case}", lambda a, w: cases[a.case](a, w), p)
 
 

@@ -269,7 +269,7 @@ class RedirectTest : public TurnTest {
     for (const char* a : alternates) c.listeners[0].alternate_servers.push_back(addr(a));
     c.listeners[0].alternate_domain = "turn-fra.example.com";
     c.listeners[0].secure = secure;
-    reset(c);
+    reset(c, nullptr, &over_capacity_);
   }
   Reply allocateFromAnotherPort() {
     tuple_.client.port += 1;
@@ -280,6 +280,8 @@ class RedirectTest : public TurnTest {
     const auto v = reply.view().value(stun::attr::kAlternateServer);
     return v ? stun::decodeAddress(*v) : std::nullopt;
   }
+  // What the daemon's capacity thread sets over the admin.capacity marks (HealthState).
+  std::atomic<bool> over_capacity_{false};
 };
 
 TEST_F(RedirectTest, FullServerAnswers300WithTheAlternateOfTheClientsFamily) {
@@ -340,6 +342,134 @@ TEST_F(RedirectTest, QuotasAreNotRedirected) {
   reset(c);
   ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
   EXPECT_EQ(allocateFromAnotherPort().errorCode(), 486);
+}
+
+// Over the admin.capacity marks (no max_allocations reached): a new Allocate on a listener with
+// an alternate server is redirected as a full server's is; the allocations held are untouched.
+TEST_F(RedirectTest, OverTheMarksANewAllocateIsRedirected) {
+  withAlternates({"[2001:db8::7]:3478", "198.51.100.7:3478"}, 0);
+  over_capacity_ = true;
+  const Reply reply = allocate();
+  EXPECT_EQ(reply.errorCode(), 300);
+  EXPECT_EQ(alternateServer(reply), addr("198.51.100.7:3478"));
+  EXPECT_EQ(stun::checkMessageIntegrity(reply.view(),
+                                        stun::longTermKey("user1", "kturn.test", "pass1").span()),
+            stun::IntegrityCheck::kValid);
+  EXPECT_FALSE(reply.view().has(stun::attr::kAlternateDomain));
+  EXPECT_EQ(server_->allocationCount(), 0u);
+  EXPECT_TRUE(relays_.requests.empty());  // no relay port taken for it
+  EXPECT_EQ(server_->stats().allocations_redirected, 1u);
+  EXPECT_EQ(server_->stats().allocations_rejected_capacity, 0u);
+  EXPECT_EQ(server_->stats().allocations_created, 0u);
+}
+
+TEST_F(RedirectTest, OverTheMarksAnIpv6ClientGoesToTheIpv6Alternate) {
+  withAlternates({"198.51.100.7:3478", "[2001:db8::7]:3478"}, 0);
+  over_capacity_ = true;
+  tuple_ = {TransportProtocol::kUdp, addr("[2001:db8::10]:40000"), addr("[2001:db8::1]:3478")};
+  const Reply reply = allocate();
+  EXPECT_EQ(reply.errorCode(), 300);
+  EXPECT_EQ(alternateServer(reply), addr("[2001:db8::7]:3478"));
+}
+
+TEST_F(RedirectTest, OverTheMarksSecureListenersAddTheAlternateDomain) {
+  withAlternates({"198.51.100.7:5349"}, 0, true);
+  over_capacity_ = true;
+  const Reply reply = allocate();
+  EXPECT_EQ(reply.errorCode(), 300);
+  EXPECT_EQ(reply.string(stun::attr::kAlternateDomain), "turn-fra.example.com");
+}
+
+TEST_F(RedirectTest, OverTheMarksWithoutAlternatesGrants) {
+  // The marks only steer readiness on a listener with nowhere to send clients.
+  withAlternates({}, 0);
+  over_capacity_ = true;
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(server_->allocationCount(), 1u);
+  EXPECT_EQ(server_->stats().allocations_redirected, 0u);
+}
+
+TEST_F(RedirectTest, OverTheMarksWithoutAnAlternateOfTheClientsFamilyGrants) {
+  // Not 508 as when full: this server still has room.
+  withAlternates({"[2001:db8::7]:3478"}, 0);
+  over_capacity_ = true;
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(server_->stats().allocations_redirected, 0u);
+  EXPECT_EQ(server_->stats().allocations_rejected_capacity, 0u);
+}
+
+TEST_F(RedirectTest, UnderTheMarksGrantsAndTheFlagIsReadOnEachAllocate) {
+  withAlternates({"198.51.100.7:3478"}, 0);
+  EXPECT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  over_capacity_ = true;
+  EXPECT_EQ(allocateFromAnotherPort().errorCode(), 300);
+  over_capacity_ = false;  // back under the resume point
+  EXPECT_EQ(allocateFromAnotherPort().cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(server_->allocationCount(), 2u);
+  EXPECT_EQ(server_->stats().allocations_redirected, 1u);
+}
+
+TEST_F(RedirectTest, OverTheMarksTheAllocationsHeldAreServed) {
+  withAlternates({"198.51.100.7:3478"}, 0);
+  const Reply first = allocate();
+  ASSERT_EQ(first.cls(), stun::MessageClass::kSuccessResponse);
+  over_capacity_ = true;
+  // A retransmitted Allocate gets its original answer, not a redirect.
+  const auto again = retransmitAllocate();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(again->xorAddress(stun::attr::kXorRelayedAddress),
+            first.xorAddress(stun::attr::kXorRelayedAddress));
+  // Another Allocate on the same 5-tuple is 437 as ever.
+  EXPECT_EQ(allocate().errorCode(), 437);
+  EXPECT_EQ(refresh(600).cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(createPermission({addr("10.2.0.5:5000")}).cls(), stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(channelBind(0x4001, addr("10.2.0.5:5000")).cls(), stun::MessageClass::kSuccessResponse);
+  const auto relayed = fromPeer(addr("10.2.0.5:5000"), {1, 2, 3});
+  EXPECT_TRUE(relayed);
+  EXPECT_EQ(server_->allocationCount(), 1u);
+  EXPECT_EQ(server_->stats().allocations_redirected, 0u);
+}
+
+TEST_F(RedirectTest, OverTheMarksAReservationTokenIsHonoured) {
+  // The second of an EVEN-PORT pair: its reserved port is on this server, not the alternate.
+  withAlternates({"198.51.100.7:3478"}, 0);
+  const uint8_t even[] = {0x80};
+  const Reply first = allocate([&](auto& b) { b.add(stun::attr::kEvenPort, even); });
+  ASSERT_EQ(first.cls(), stun::MessageClass::kSuccessResponse);
+  const auto token = first.view().value(stun::attr::kReservationToken);
+  ASSERT_TRUE(token);
+  const std::vector<uint8_t> held(token->begin(), token->end());
+  over_capacity_ = true;
+  tuple_.client.port += 1;
+  nonce_.clear();
+  EXPECT_EQ(allocate([&](auto& b) { b.add(stun::attr::kReservationToken, held); }).cls(),
+            stun::MessageClass::kSuccessResponse);
+  EXPECT_EQ(server_->stats().allocations_redirected, 0u);
+}
+
+TEST_F(RedirectTest, OverTheMarksQuotasComeFirstAndARedirectHoldsNoQuota) {
+  ServerConfig c = staticConfig();
+  c.max_allocations_per_user = 1;
+  c.listeners[0].alternate_servers.push_back(addr("198.51.100.7:3478"));
+  reset(c, nullptr, &over_capacity_);
+  over_capacity_ = true;
+  EXPECT_EQ(allocate().errorCode(), 300);
+  EXPECT_EQ(allocateFromAnotherPort().errorCode(), 300);
+  over_capacity_ = false;
+  // The redirects gave the user's one allocation back.
+  ASSERT_EQ(allocateFromAnotherPort().cls(), stun::MessageClass::kSuccessResponse);
+  over_capacity_ = true;
+  // Over the per-user quota the client is refused wherever it goes: 486, not 300.
+  EXPECT_EQ(allocateFromAnotherPort().errorCode(), 486);
+}
+
+TEST_F(RedirectTest, OverTheMarksAndFullIsOneRedirect) {
+  withAlternates({"198.51.100.7:3478"}, 1);
+  ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
+  over_capacity_ = true;
+  EXPECT_EQ(allocateFromAnotherPort().errorCode(), 300);
+  EXPECT_EQ(server_->stats().allocations_redirected, 1u);
 }
 
 TEST_F(TurnTest, RefreshWithLifetimeZeroDeletesAndClosesTheRelay) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,10 +70,13 @@ class TurnTest : public ::testing::Test {
   }
 
   // `user_quota`: shared with other cores (as the daemon's workers share one); null: the core's
-  // own.
-  void reset(ServerConfig config, UserQuota* user_quota = nullptr) {
+  // own. `over_capacity`: the process's over-the-marks flag (the daemon's HealthState); null:
+  // never over.
+  void reset(ServerConfig config, UserQuota* user_quota = nullptr,
+             const std::atomic<bool>* over_capacity = nullptr) {
     Server::Options options;
     options.user_quota = user_quota;
+    options.over_capacity = over_capacity;
     for (size_t i = 0; i < options.nonce_key.size(); ++i) options.nonce_key[i] = uint8_t(i * 7);
     options.connection_id_prefix = connection_prefix_;
     server_ = std::make_unique<Server>(std::make_shared<const ServerConfig>(std::move(config)),

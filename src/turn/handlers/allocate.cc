@@ -126,27 +126,32 @@ int relayRefusal(const Error& error, const RelayRequest& relay) {
 }  // namespace
 
 void Server::refuseForCapacity(Request& req) {
-  const ListenerPolicy* policy = config_->listener(req.listener);
-  const TransportAddress* alternate = nullptr;
-  if (policy != nullptr) {
-    // RFC 8489 §10: the alternate server is of the family of the request's source address.
-    for (const TransportAddress& a : policy->alternate_servers) {
-      if (a.family() == req.five_tuple.client.family()) {
-        alternate = &a;
-        break;
-      }
-    }
-  }
+  const TransportAddress* alternate = alternateServer(req);
   if (alternate == nullptr) {
     ++req.stats.allocations_rejected_capacity;
     return respondError(req, stun::error::kInsufficientCapacity);
   }
+  redirect(req, *alternate);
+}
+
+const TransportAddress* Server::alternateServer(const Request& req) const {
+  const ListenerPolicy* policy = config_->listener(req.listener);
+  if (policy == nullptr) return nullptr;
+  // RFC 8489 §10: the alternate server is of the family of the request's source address.
+  for (const TransportAddress& a : policy->alternate_servers) {
+    if (a.family() == req.five_tuple.client.family()) return &a;
+  }
+  return nullptr;
+}
+
+void Server::redirect(Request& req, const TransportAddress& alternate) {
+  const ListenerPolicy* policy = config_->listener(req.listener);
   // Authenticated like any response to this request, so that a client that holds the
   // credentials can tell the redirect is ours (coturn's client checks it).
   ++req.stats.allocations_redirected;
   ++req.stats.error_responses;
   respond(req, stun::MessageClass::kErrorResponse, [&](stun::MessageBuilder& b) {
-    b.addErrorCode(stun::error::kTryAlternate).addAddress(stun::attr::kAlternateServer, *alternate);
+    b.addErrorCode(stun::error::kTryAlternate).addAddress(stun::attr::kAlternateServer, alternate);
     if (policy->secure && !policy->alternate_domain.empty()) {
       b.addString(stun::attr::kAlternateDomain, policy->alternate_domain);
     }
@@ -179,7 +184,7 @@ void Server::handleAllocate(Request& req) {
   // Counted for the whole process (every core's allocations of this user); handed back below if
   // the allocation is not made after all, else when it ends (deleteAllocation).
   const std::string_view username = stun::decodeString(*m.value(stun::attr::kUsername));
-  if (!withinQuotas(req, username)) return;
+  if (!withinQuotas(req, username, relay.reservation_token.has_value())) return;
   Allocation& a = allocations_.create(req.five_tuple);
   relay.allocation = a.id;
   auto grant = relays_.open(relay);
@@ -241,7 +246,7 @@ void Server::answerAgain(Request& req, const Allocation& existing) {
   });
 }
 
-bool Server::withinQuotas(Request& req, std::string_view username) {
+bool Server::withinQuotas(Request& req, std::string_view username, bool reserved) {
   const ServerConfig& cfg = *config_;
   if (!user_quota_.tryAcquire(username, cfg.max_allocations_per_user)) {
     ++req.stats.allocations_rejected_quota;
@@ -261,6 +266,17 @@ bool Server::withinQuotas(Request& req, std::string_view username) {
     user_quota_.release(username);
     refuseForCapacity(req);
     return false;
+  }
+  // Over the process's capacity marks (admin.capacity): a listener with an alternate server
+  // sends the new client there, and the allocations held here, with their calls, stay. Without
+  // one the marks only steer readiness, and the Allocate is granted. An Allocate that names a
+  // RESERVATION-TOKEN stays: the port it reserved (the second of an EVEN-PORT pair) is here.
+  if (!reserved && over_capacity_.load(std::memory_order_relaxed)) {
+    if (const TransportAddress* alternate = alternateServer(req)) {
+      user_quota_.release(username);
+      redirect(req, *alternate);
+      return false;
+    }
   }
   return true;
 }

@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: deps configure build run test test-tools manifests test-unit test-interop test-e2e test-cluster test-differential clean format config-reference
+.PHONY: deps configure build run test test-tools manifests test-unit test-interop test-e2e test-cluster test-global test-differential clean format config-reference
 
 deps:
 	@bash scripts/install-deps.sh
@@ -75,6 +75,11 @@ test-e2e: configure
 NODES ?= 3
 test-cluster: configure
 	@bash tests/e2e/run-cluster.sh $(BUILD_DIR) $(NODES)
+
+# kturn in two regions behind one Anycast address and GeoDNS (tests/e2e/run-global.sh, root):
+# docs/operations.md#many-regions.
+test-global: configure
+	@bash tests/e2e/run-global.sh $(BUILD_DIR)
 
 format:
 	@git ls-files '*.cc' '*.h' | xargs clang-format -i

@@ -48,6 +48,8 @@ test_packages=(
   # make test-cluster's network (tests/e2e/fabric.py): the upstream router's BGP daemon; the
   # ipsets kube-router's NetworkPolicy rules match on
   bird2 ipset
+  # make test-global (tests/e2e/globalnet.py): the clients' DNS lookups of GeoDNS
+  bind9-dnsutils
 )
 
 case "${1:-}" in

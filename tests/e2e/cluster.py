@@ -14,7 +14,9 @@ tools only, never shipped.
 
 With --nodes N (N > 1) the cluster has N nodes instead, each in a network namespace of its own
 with kube-router and a MetalLB speaker beside its kubelet, behind a BGP router and a client
-network (tests/e2e/fabric.py; make test-cluster, docs/kubernetes.md#many-nodes).
+network (tests/e2e/fabric.py; make test-cluster, docs/kubernetes.md#many-nodes). --site a or b
+puts it in a region of make test-global instead: its router's uplink is a continent's router of
+tests/e2e/globalnet.py, which must be up first.
 
 TOOLS is the folder scripts/build-test-tools.sh --link made. --images is the folder that
 scripts/build-images.sh wrote (archives and their list, images.tsv): they are imported into the
@@ -68,6 +70,7 @@ SYSCTLS = {"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"
 # that `down` finds (and kills) this node's containers only, never another kubelet's /kubepods.
 CGROUP_ROOT = "kturn-e2e"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
 CGROUPS = "/sys/fs/cgroup"
 
 
@@ -122,7 +125,7 @@ PROGRAMS = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler
             "kube-router", "metallb-controller", "metallb-speaker", fabric.FIB_PROGRAM}
 
 
-def processes_under(prefix: str) -> List[int]:
+def processes_under(prefix: str, cgroup_root: str = CGROUP_ROOT) -> List[int]:
     """The cluster's processes: its programs running with a path under `prefix` (containerd's
     shims name its socket), and every process in its cgroup root (the containers)."""
     found = []
@@ -138,14 +141,14 @@ def processes_under(prefix: str) -> List[int]:
             continue
         ours = os.path.basename(argv[0].decode(errors="replace")) in PROGRAMS and any(
             prefix.encode() in a for a in argv[1:])
-        if ours or f":/{CGROUP_ROOT}/" in cgroup:
+        if ours or f":/{cgroup_root}/" in cgroup:
             found.append(int(pid))
     return found
 
 
-def kill_all(prefix: str) -> None:
+def kill_all(prefix: str, cgroup_root: str = CGROUP_ROOT) -> None:
     for _ in range(50):
-        pids = processes_under(prefix)
+        pids = processes_under(prefix, cgroup_root)
         if not pids:
             return
         for pid in pids:
@@ -154,7 +157,7 @@ def kill_all(prefix: str) -> None:
             except ProcessLookupError:
                 pass
         time.sleep(0.1)
-    log(f"processes left: {processes_under(prefix)}")
+    log(f"processes left: {processes_under(prefix, cgroup_root)}")
 
 
 def unmount_under(prefix: str) -> None:
@@ -187,9 +190,9 @@ def make_cgroup_root(path: str) -> None:
             parent = top
 
 
-def remove_cgroups() -> None:
+def remove_cgroups(root: str = CGROUP_ROOT) -> None:
     for controller in os.listdir(CGROUPS):
-        top = os.path.join(CGROUPS, controller, CGROUP_ROOT)
+        top = os.path.join(CGROUPS, controller, root)
         if not os.path.isdir(top):
             continue
         for root, dirs, _ in os.walk(top, topdown=False):
@@ -204,15 +207,15 @@ def remove_cgroups() -> None:
             log(f"cgroup {top} not removed: {e}")
 
 
-def clean_host(dirpath: str) -> None:
+def clean_host(dirpath: str, where: fabric.Site = fabric.DEFAULT) -> None:
     """Undoes everything the node did to the machine, from what is on it now: safe to call twice
-    and after a crash."""
-    kill_all(dirpath)
+    and after a crash. `where`: a multi-node cluster's site (its cgroups and namespaces)."""
+    kill_all(dirpath, where.cgroup_root)
     unmount_under(dirpath)
-    remove_cgroups()
-    if os.path.exists(f"/sys/class/net/{BRIDGE}"):
+    remove_cgroups(where.cgroup_root)
+    if where is fabric.DEFAULT and os.path.exists(f"/sys/class/net/{BRIDGE}"):
         run("ip", "link", "del", BRIDGE, check=False)
-    fabric.Fabric(dirpath, 0).remove()  # a multi-node cluster's namespaces and host routes
+    fabric.Fabric(dirpath, 0, where).remove()  # a multi-node cluster's namespaces, host routes
     # The pods are gone, so are their addresses: host-local's reservations would otherwise
     # outlive them and use up the pod range over runs.
     for node in ["node"] + [d for d in os.listdir(dirpath) if d.startswith("node")] \
@@ -534,31 +537,34 @@ def zone(i: int) -> str:
 
 def serve_nodes(args) -> int:
     """The multi-node cluster: the fabric (tests/e2e/fabric.py) and its router, the control plane
-    and CoreDNS on the host's LAN address, MetalLB's controller, and N nodes."""
-    plane = cp.ControlPlane(args.dir, args.tools, address=fabric.HOST_IP, nodes=True,
-                            crds=False, pod_cidr=fabric.CLUSTER_CIDR)
-    net = fabric.Fabric(plane.dir, args.nodes)
+    and CoreDNS on the host's LAN address, MetalLB's controller, and N nodes; all of it in the
+    site --site names (make test-global runs two, one per region)."""
+    where = fabric.site(args.site)
+    plane = cp.ControlPlane(args.dir, args.tools, address=where.host_ip, nodes=True,
+                            crds=False, pod_cidr=where.cluster_cidr)
+    net = fabric.Fabric(plane.dir, args.nodes, where)
     nodes = [Node(plane, args.images, NodeSpec(
-        name=node_name(i), ip=fabric.node_ip(i), dir=os.path.join(plane.dir, f"node{i}"),
-        cgroup_root=f"{CGROUP_ROOT}/n{i}", dns=fabric.HOST_IP,
-        cluster_cidr=fabric.CLUSTER_CIDR, ns=fabric.node_ns(i), labels={ZONE_LABEL: zone(i)}))
+        name=node_name(i), ip=where.node_ip(i), dir=os.path.join(plane.dir, f"node{i}"),
+        cgroup_root=f"{where.cgroup_root}/n{i}", dns=where.host_ip,
+        cluster_cidr=where.cluster_cidr, ns=where.node_ns(i), labels={
+            ZONE_LABEL: zone(i), **({REGION_LABEL: args.site} if args.site else {})}))
         for i in range(1, args.nodes + 1)]
     shared = cp.ComponentGroup()  # the router, CoreDNS, MetalLB's controller
     shared.components = []
 
     def start() -> Dict[str, float]:
         t0 = time.monotonic()
-        clean_host(plane.dir)  # an earlier run's leftovers
+        clean_host(plane.dir, where)  # an earlier run's leftovers
         net.create()
         plane.start()  # first: it clears the logs folder
         for name, argv in (("bird", net.bird_argv()), ("fib", net.fib_argv())):
             shared.components.append(cp.Component(name, argv, plane.logs))
             shared.components[-1].start()
-        shared.components.append(coredns(plane, plane.dir, fabric.HOST_IP,
+        shared.components.append(coredns(plane, plane.dir, where.host_ip,
                                          lambda n, s: identity(plane, plane.dir, n, s)))
         kuberouter.install(plane)
         shared.components.append(metallb.install(plane, lambda n, s: identity(
-            plane, plane.dir, n, s)))
+            plane, plane.dir, n, s), where))
         for node in nodes:
             node.start()
         net.route_pods({i + 1: n.pod_cidr for i, n in enumerate(nodes)})
@@ -568,9 +574,11 @@ def serve_nodes(args) -> int:
                     f"NODE_IPS={','.join(n.spec.ip for n in nodes)}\n"
                     f"NODE_NETNS={','.join(n.spec.ns for n in nodes)}\n"
                     f"NODE_CONTAINERD={','.join(n.spec.name + '=' + n.sock for n in nodes)}\n"
-                    f"CLIENT_NETNS={fabric.CLIENT_NS}\nCLIENT_IP={fabric.CLIENT_IP}\n"
-                    f"ROUTER_NETNS={fabric.ROUTER_NS}\nBIRD_SOCKET={net.bird_socket()}\n"
-                    f"LB_POOL={fabric.LB_POOL}\nHOST_IP={fabric.HOST_IP}\n")
+                    f"ROUTER_NETNS={where.router_ns}\nBIRD_SOCKET={net.bird_socket()}\n"
+                    f"LB_POOL={where.pools[-1][1]}\nHOST_IP={where.host_ip}\n"
+                    f"LAN={where.lan}\nSITE={args.site}\n")
+            if where.client_net:
+                f.write(f"CLIENT_NETNS={where.client_ns}\nCLIENT_IP={where.client_ip}\n")
         return plane.timings
 
     def check() -> Optional[str]:
@@ -584,7 +592,7 @@ def serve_nodes(args) -> int:
         for group in (*nodes, shared):
             group.stop()
         plane.stop()
-        clean_host(plane.dir)
+        clean_host(plane.dir, where)
 
     return cp.supervise(plane.dir, args.owner, start, check, stop)
 
@@ -620,7 +628,9 @@ def cmd_up(args) -> int:
     os.makedirs(args.dir, exist_ok=True)
     cmd_down(args, quiet=True)
     argv = ["--tools", args.tools, "--images", args.images, "--owner", str(args.owner),
-            "--nodes", str(args.nodes)]
+            "--nodes", str(args.nodes), "--site", args.site]
+    with open(os.path.join(args.dir, "site"), "w") as f:  # for `down`
+        f.write(args.site)
     # Each more node imports the images and starts its own runtime: two minutes more each.
     return cp.spawn_supervisor(__file__, args.dir, argv, "cluster.log",
                                STARTUP_LIMIT + 120 * (args.nodes - 1))
@@ -628,7 +638,14 @@ def cmd_up(args) -> int:
 
 def cmd_down(args, quiet: bool = False) -> int:
     cp.stop_supervisor(args.dir, __file__, 90)
-    clean_host(os.path.abspath(args.dir))  # also when the supervisor died without cleaning
+    # `up` names its site; `down` finds the one `up` wrote down.
+    site_file = os.path.join(args.dir, "site")
+    where = getattr(args, "site", "")
+    if not hasattr(args, "site") and os.path.exists(site_file):
+        with open(site_file) as f:
+            where = f.read().strip()
+    # Also when the supervisor died without cleaning.
+    clean_host(os.path.abspath(args.dir), fabric.site(where))
     if not quiet:
         for d in os.listdir(args.dir) if os.path.isdir(args.dir) else []:
             if d == "etcd" or d.startswith("node"):
@@ -643,7 +660,7 @@ def cmd_run(args) -> int:
 
 
 def serve_any(args) -> int:
-    return serve_nodes(args) if args.nodes > 1 else serve(args)
+    return serve_nodes(args) if args.nodes > 1 or args.site else serve(args)
 
 
 def main() -> int:
@@ -657,6 +674,9 @@ def main() -> int:
         p.add_argument("--owner", type=int, default=0)
         p.add_argument("--nodes", type=int, default=1,
                        help="1: the single-node cluster; more: the multi-node one")
+        p.add_argument("--site", default="", choices=["", *fabric.REGIONS],
+                       help="a multi-node cluster's network: make test-cluster's (the default) "
+                            "or a region of make test-global's (tests/e2e/fabric.py)")
     sub.add_parser("down").add_argument("--dir", required=True)
     args = ap.parse_args()
     args.dir = os.path.abspath(args.dir)

@@ -364,9 +364,9 @@ def sessions(c: e2e.Cluster, pod: str) -> List[dict]:
     return found
 
 
-def idle_cost(dirpath: str, seconds: float = 15) -> str:
-    """What the cluster's processes (control plane, nodes, router, containers) cost while
-    nothing happens: CPU over `seconds`, and memory (proportional set size, shared pages
+def idle_cost(dirpath: str, seconds: float = 15, pids: Optional[List[int]] = None) -> str:
+    """What the cluster's processes (control plane, nodes, router, containers; or `pids`) cost
+    while nothing happens: CPU over `seconds`, and memory (proportional set size, shared pages
     split among their users)."""
     clock = os.sysconf("SC_CLK_TCK")
 
@@ -381,7 +381,8 @@ def idle_cost(dirpath: str, seconds: float = 15) -> str:
                 pass
         return total
 
-    pids = cluster.processes_under(os.path.abspath(dirpath))
+    if pids is None:
+        pids = cluster.processes_under(os.path.abspath(dirpath))
     before, t = cpu(pids), time.monotonic()
     time.sleep(seconds)
     used = (cpu(pids) - before) / (time.monotonic() - t)
@@ -492,12 +493,12 @@ def node_index(name: str) -> int:
 
 def node_loss(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], workdir: str,
               cred: Dict[str, str], address: str, relays: List[dict], media_ip: str,
-              node_ip: Dict[str, str]) -> Dict[str, float]:
+              node_ip: Dict[str, str], title: str = "6. a node lost") -> Dict[str, float]:
     """Calls in progress through both kturnd pods; the node of one is cut off the network (its
     link to the router down: no goodbye, as a power loss); its BGP session times out and the
     router withdraws its path. The calls through the other node lose nothing, new allocations
     land there, and when the node is back it takes calls again."""
-    print("--- 6. a node lost")
+    print(f"--- {title}")
     client = fabric.in_ns(env["CLIENT_NETNS"])
     turn = (address, 3478)
     victim, survivor = relays
@@ -524,7 +525,7 @@ def node_loss(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], workdir: 
     # The loss: the node's link to the router goes down.
     port = f"n{node_index(vnode)}"
     lost_at = time.time()
-    fabric.ns_run(fabric.ROUTER_NS, "ip", "link", "set", port, "down")
+    fabric.ns_run(net.site.router_ns, "ip", "link", "set", port, "down")
     print(f"{vnode} ({node_ip[vnode]}) cut off: its link {port} on the router is down")
     window = 20.0
     probe_proc = allocations(env, cred, address, window)
@@ -566,7 +567,7 @@ def node_loss(c: e2e.Cluster, net: fabric.Fabric, env: Dict[str, str], workdir: 
     across = place_calls(call("across", across_s * 1000 // LOSS_INTERVAL_MS), {sip: 4}, 4)[sip]
     time.sleep(2)
     back_at = time.time()
-    fabric.ns_run(fabric.ROUTER_NS, "ip", "link", "set", port, "up")
+    fabric.ns_run(net.site.router_ns, "ip", "link", "set", port, "up")
     op_wait(f"the router's route to {address} via {node_ip[vnode]} again", lambda: (
         node_ip[vnode] in net.lb_routes().get(address, [])), 180, interval=0.2)
     numbers["route back"] = time.time() - back_at

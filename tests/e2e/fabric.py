@@ -22,38 +22,129 @@ routes; it works from what is on the machine, so it is safe after a crash and sa
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import json
 import os
 import subprocess
 import sys
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
-PREFIX = "kturn-c"  # every namespace and host interface this module makes starts with it
-ROUTER_NS = f"{PREFIX}-router"
-CLIENT_NS = f"{PREFIX}-client"
-HOST_IF = f"{PREFIX}-host"  # the host's end of its veth to the LAN
-LAN = ipaddress.ip_network("10.245.0.0/24")
-HOST_IP = "10.245.0.1"
-ROUTER_LAN_IP = "10.245.0.254"
-CLIENT_NET = ipaddress.ip_network("10.246.0.0/24")
-ROUTER_CLIENT_IP = "10.246.0.1"
-CLIENT_IP = "10.246.0.2"
-LB_POOL = "10.247.0.0/28"  # MetalLB's IPAddressPool: the LoadBalancer addresses
-CLUSTER_CIDR = "10.244.0.0/16"  # the pods; kube-controller-manager gives each node a /24
 LEARNED_TABLE = 100  # the router's kernel table for the routes BIRD learns
 FIB_PROGRAM = "kturn-fib"  # the FIB agent's process name
 BUCKETS, IDLE_S = 128, 60  # each address' resilient next-hop group: buckets, idle timer
-ROUTER_ASN = 64512  # the upstream network
-NODE_ASN = 64513  # the cluster's speakers (MetalLB), one AS for every node
+
+
+@dataclasses.dataclass(frozen=True)
+class Uplink:
+    """A site router's link to a router of a wider network (tests/e2e/globalnet.py): an eBGP
+    session over a /30 veth whose far end is in namespace `ns`, named `peer_if` there."""
+    ns: str
+    peer_if: str
+    local_ip: str
+    peer_ip: str
+    peer_asn: int
+    prefixlen: int = 30
+
+
+@dataclasses.dataclass(frozen=True)
+class Site:
+    """One cluster's network: its namespaces' prefix, its LAN, its pods, the LoadBalancer pools
+    MetalLB hands out ((name, range, auto-assign) each), the AS numbers of its router and its
+    nodes' speakers, and either a client network of its own behind the router (make
+    test-cluster) or an uplink to a wider network (make test-global)."""
+    prefix: str
+    lan: str
+    cluster_cidr: str  # the pods; kube-controller-manager gives each node a /24
+    pools: Tuple[Tuple[str, str, bool], ...]
+    router_asn: int
+    node_asn: int
+    cgroup_root: str  # the kubelets' cgroupRoot (cluster.py): one per site, so two coexist
+    client_net: str = ""  # a client network behind the router, or none
+    uplink: Optional[Uplink] = None
+    host_routes: Tuple[str, ...] = ()  # what the host reaches through this site's router
+
+    @property
+    def router_ns(self) -> str:
+        return f"{self.prefix}-router"
+
+    @property
+    def client_ns(self) -> str:
+        return f"{self.prefix}-client"
+
+    @property
+    def host_if(self) -> str:  # the host's end of its veth to the LAN
+        return f"{self.prefix}-host"
+
+    @property
+    def host_ip(self) -> str:
+        return str(ipaddress.ip_network(self.lan)[1])
+
+    @property
+    def router_lan_ip(self) -> str:
+        return str(ipaddress.ip_network(self.lan)[254])
+
+    @property
+    def router_client_ip(self) -> str:
+        return str(ipaddress.ip_network(self.client_net)[1])
+
+    @property
+    def client_ip(self) -> str:
+        return str(ipaddress.ip_network(self.client_net)[2])
+
+    def node_ns(self, i: int) -> str:
+        return f"{self.prefix}-n{i}"
+
+    def node_ip(self, i: int) -> str:
+        return str(ipaddress.ip_network(self.lan)[10 + i])
+
+
+# make test-cluster's site: one cluster, its clients behind its router.
+DEFAULT = Site(prefix="kturn-c", lan="10.245.0.0/24", cluster_cidr="10.244.0.0/16",
+               pools=(("kturn-pool", "10.247.0.0/28", True),), router_asn=64512,
+               node_asn=64513, cgroup_root="kturn-e2e", client_net="10.246.0.0/24")
+PREFIX = DEFAULT.prefix  # every namespace and host interface of the default site starts with it
+ROUTER_NS = DEFAULT.router_ns
+CLIENT_NS = DEFAULT.client_ns
+HOST_IF = DEFAULT.host_if
+LAN = ipaddress.ip_network(DEFAULT.lan)
+HOST_IP = DEFAULT.host_ip
+ROUTER_LAN_IP = DEFAULT.router_lan_ip
+CLIENT_NET = ipaddress.ip_network(DEFAULT.client_net)
+ROUTER_CLIENT_IP = DEFAULT.router_client_ip
+CLIENT_IP = DEFAULT.client_ip
+LB_POOL = DEFAULT.pools[0][1]  # MetalLB's IPAddressPool: the LoadBalancer addresses
+CLUSTER_CIDR = DEFAULT.cluster_cidr
+ROUTER_ASN = DEFAULT.router_asn  # the upstream network
+NODE_ASN = DEFAULT.node_asn  # the cluster's speakers (MetalLB), one AS for every node
+
+# make test-global's two regions (tests/e2e/globalnet.py draws the network between them): each
+# announces the same Anycast address, and an address of its own from a pool of its own.
+ANYCAST = "10.253.0.1"
+DC_NET = "10.250.9.0/24"  # the data centre between the continents (globalnet.py)
+REGIONS: Dict[str, Site] = {
+    name: Site(prefix=f"kturn-r{name}", lan=f"10.248.{k}.0/24", cluster_cidr=f"10.24{k - 1}.0.0/16",
+               pools=(("anycast", f"{ANYCAST}/32", False), ("unicast", f"10.252.{k}.0/28", True)),
+               router_asn=64502 + 10 * k, node_asn=64503 + 10 * k, cgroup_root=f"kturn-r{name}",
+               uplink=Uplink(ns=f"kturn-g-c{continent}", peer_if=f"to-{name}",
+                             local_ip=f"10.250.{k}.1", peer_ip=f"10.250.{k}.2",
+                             peer_asn=64600 + k),
+               # The data centre's network (its DNS and media servers), through region a.
+               host_routes=(DC_NET,) if name == "a" else ())
+    for k, name, continent in ((1, "a", "x"), (2, "b", "y"))}
+
+
+def site(name: str) -> Site:
+    """"" is make test-cluster's site; "a" and "b" the regions of make test-global."""
+    return REGIONS[name] if name else DEFAULT
 
 
 def node_ns(i: int) -> str:
-    return f"{PREFIX}-n{i}"
+    return DEFAULT.node_ns(i)
 
 
 def node_ip(i: int) -> str:
-    return str(LAN.network_address + 10 + i)
+    return DEFAULT.node_ip(i)
 
 
 def run(*argv: str, check: bool = True, quiet: bool = False,
@@ -83,50 +174,69 @@ def sysctl(ns: str, key: str, value: str) -> None:
     ns_run(ns, "sysctl", "-qw", f"{key}={value}")
 
 
-def namespaces() -> List[str]:
+def namespaces(prefix: str = PREFIX) -> List[str]:
     r = run("ip", "netns", "list", check=False, quiet=True)
     return [line.split()[0] for line in r.stdout.splitlines()
-            if line.split() and line.split()[0].startswith(PREFIX + "-")]
+            if line.split() and line.split()[0].startswith(prefix + "-")]
 
 
 class Fabric:
-    def __init__(self, dirpath: str, nodes: int):
+    def __init__(self, dirpath: str, nodes: int, where: Site = DEFAULT):
         self.dir = os.path.join(dirpath, "fabric")
         self.nodes = nodes
+        self.site = where
 
     # --- the namespaces and their links --------------------------------------------------
 
     def create(self) -> None:
+        site = self.site
         os.makedirs(self.dir, exist_ok=True)
-        for ns in (ROUTER_NS, CLIENT_NS, *(node_ns(i) for i in range(1, self.nodes + 1))):
+        router = site.router_ns
+        for ns in (router, *([site.client_ns] if site.client_net else []),
+                   *(site.node_ns(i) for i in range(1, self.nodes + 1))):
             run("ip", "netns", "add", ns)
             ns_run(ns, "ip", "link", "set", "lo", "up")
-        # The router: the LAN's bridge, the client network, forwarding between them.
-        ns_run(ROUTER_NS, "ip", "link", "add", "lan", "type", "bridge")
-        ns_run(ROUTER_NS, "ip", "addr", "add", f"{ROUTER_LAN_IP}/{LAN.prefixlen}", "dev", "lan")
-        ns_run(ROUTER_NS, "ip", "link", "set", "lan", "up")
-        sysctl(ROUTER_NS, "net.ipv4.ip_forward", "1")
+        # The router: the LAN's bridge, the client network or the uplink, forwarding between.
+        lan = ipaddress.ip_network(site.lan)
+        ns_run(router, "ip", "link", "add", "lan", "type", "bridge")
+        ns_run(router, "ip", "addr", "add", f"{site.router_lan_ip}/{lan.prefixlen}", "dev",
+               "lan")
+        ns_run(router, "ip", "link", "set", "lan", "up")
+        sysctl(router, "net.ipv4.ip_forward", "1")
         # ECMP by flow (addresses and ports), as routers in front of a cluster do: one client's
         # calls spread over the nodes that announce an address.
-        sysctl(ROUTER_NS, "net.ipv4.fib_multipath_hash_policy", "1")
-        self.veth(ROUTER_NS, "client", CLIENT_NS, "eth0")
-        ns_run(ROUTER_NS, "ip", "addr", "add", f"{ROUTER_CLIENT_IP}/{CLIENT_NET.prefixlen}",
-               "dev", "client")
-        ns_run(CLIENT_NS, "ip", "addr", "add", f"{CLIENT_IP}/{CLIENT_NET.prefixlen}", "dev",
-               "eth0")
-        ns_run(CLIENT_NS, "ip", "route", "add", "default", "via", ROUTER_CLIENT_IP)
+        sysctl(router, "net.ipv4.fib_multipath_hash_policy", "1")
+        if site.client_net:
+            net = ipaddress.ip_network(site.client_net)
+            self.veth(router, "client", site.client_ns, "eth0")
+            ns_run(router, "ip", "addr", "add", f"{site.router_client_ip}/{net.prefixlen}",
+                   "dev", "client")
+            ns_run(site.client_ns, "ip", "addr", "add", f"{site.client_ip}/{net.prefixlen}",
+                   "dev", "eth0")
+            ns_run(site.client_ns, "ip", "route", "add", "default", "via",
+                   site.router_client_ip)
+        if site.uplink:
+            # The wider network is the router's default route; what it announces up is BIRD's.
+            up = site.uplink
+            self.veth(router, "uplink", up.ns, up.peer_if)
+            ns_run(router, "ip", "addr", "add", f"{up.local_ip}/{up.prefixlen}", "dev", "uplink")
+            ns_run(up.ns, "ip", "addr", "add", f"{up.peer_ip}/{up.prefixlen}", "dev",
+                   up.peer_if)
+            ns_run(router, "ip", "route", "add", "default", "via", up.peer_ip)
         # The host's leg: a veth whose LAN end is on the router's bridge.
-        run("ip", "link", "add", HOST_IF, "type", "veth", "peer", "name", "host", "netns",
-            ROUTER_NS)
+        run("ip", "link", "add", site.host_if, "type", "veth", "peer", "name", "host", "netns",
+            router)
         self.on_lan("host")
-        run("ip", "addr", "add", f"{HOST_IP}/{LAN.prefixlen}", "dev", HOST_IF)
-        run("ip", "link", "set", HOST_IF, "up")
+        run("ip", "addr", "add", f"{site.host_ip}/{lan.prefixlen}", "dev", site.host_if)
+        run("ip", "link", "set", site.host_if, "up")
+        for dst in site.host_routes:  # they go with the host's veth
+            run("ip", "route", "replace", dst, "via", site.router_lan_ip, "dev", site.host_if)
         for i in range(1, self.nodes + 1):
-            ns = node_ns(i)
-            self.veth(ROUTER_NS, f"n{i}", ns, "eth0")
+            ns = site.node_ns(i)
+            self.veth(router, f"n{i}", ns, "eth0")
             self.on_lan(f"n{i}")
-            ns_run(ns, "ip", "addr", "add", f"{node_ip(i)}/{LAN.prefixlen}", "dev", "eth0")
-            ns_run(ns, "ip", "route", "add", "default", "via", ROUTER_LAN_IP)
+            ns_run(ns, "ip", "addr", "add", f"{site.node_ip(i)}/{lan.prefixlen}", "dev", "eth0")
+            ns_run(ns, "ip", "route", "add", "default", "via", site.router_lan_ip)
             sysctl(ns, "net.ipv4.ip_forward", "1")
             # kube-proxy's and kube-router's rules see the pods' bridged traffic.
             sysctl(ns, "net.bridge.bridge-nf-call-iptables", "1")
@@ -138,46 +248,75 @@ class Fabric:
         ns_run(ns_b, "ip", "link", "set", name_b, "up")
 
     def on_lan(self, port: str) -> None:
-        ns_run(ROUTER_NS, "ip", "link", "set", port, "master", "lan", "up")
+        ns_run(self.site.router_ns, "ip", "link", "set", port, "master", "lan", "up")
 
     def route_pods(self, pod_cidrs: Dict[int, str]) -> None:
-        """The host's routes to each node's pods, once the nodes have their ranges."""
+        """The host's routes to each node's pods, once the nodes have their ranges; with an
+        uplink the router's too, so that it forwards what the wider network sends to a pod (it
+        announces the site's whole pod range up)."""
         for i, cidr in pod_cidrs.items():
-            run("ip", "route", "replace", cidr, "via", node_ip(i), "dev", HOST_IF)
+            run("ip", "route", "replace", cidr, "via", self.site.node_ip(i), "dev",
+                self.site.host_if)
+            if self.site.uplink:
+                ns_run(self.site.router_ns, "ip", "route", "replace", cidr, "via",
+                       self.site.node_ip(i), "dev", "lan")
 
     def remove(self) -> None:
-        for ns in namespaces():
+        for ns in namespaces(self.site.prefix):
             run("ip", "netns", "del", ns, check=False, quiet=True)
         # The host's veth goes with its peer; its routes with it.
-        if os.path.exists(f"/sys/class/net/{HOST_IF}"):
-            run("ip", "link", "del", HOST_IF, check=False, quiet=True)
+        if os.path.exists(f"/sys/class/net/{self.site.host_if}"):
+            run("ip", "link", "del", self.site.host_if, check=False, quiet=True)
 
     # --- the upstream router ----------------------------------------------------------------
 
     def bird_config(self) -> str:
+        site = self.site
         neighbors = "\n".join(f"""
 protocol bgp node{i} from speakers {{
-    neighbor {node_ip(i)} as {NODE_ASN};
+    neighbor {site.node_ip(i)} as {site.node_asn};
 }}""" for i in range(1, self.nodes + 1))
+        uplink = ""
+        if site.uplink:
+            up = site.uplink
+            uplink = f"""
+# The wider network: the site's LoadBalancer addresses (the best path of each, learned from the
+# speakers), its pod range and its LAN go up; nothing comes down (the default route does).
+protocol static site_routes {{
+    ipv4;
+    route {site.cluster_cidr} blackhole;  # the nodes' /24s are kernel routes of the router
+}}
+protocol bgp uplink {{
+    local {up.local_ip} as {site.router_asn};
+    neighbor {up.peer_ip} as {up.peer_asn};
+    hold time 9;
+    keepalive time 3;
+    error wait time 1, 10;
+    ipv4 {{
+        import none;
+        export where proto ~ "node*" || proto = "site_routes" || proto = "lan_net";
+    }};
+}}
+"""
         return f"""# The upstream network's router: learns the LoadBalancer addresses from the
 # cluster's MetalLB speakers and routes them, across every node that announces one (ECMP).
-router id {ROUTER_LAN_IP};
+router id {site.router_lan_ip};
 log "{self.dir}/bird.log" all;
 
 protocol device {{ scan time 2; }}
-protocol direct {{ ipv4; interface "lan", "client"; }}
+protocol direct lan_net {{ ipv4; interface "lan"; }}
 
-# What BIRD learned goes to a table of its own, kernel table {LEARNED_TABLE}; the FIB agent
-# (fib_agent(), below) forwards by it with resilient hashing.
+# What BIRD learned from the speakers goes to a table of its own, kernel table {LEARNED_TABLE};
+# the FIB agent (fib_agent(), below) forwards by it with resilient hashing.
 protocol kernel {{
     kernel table {LEARNED_TABLE};
-    ipv4 {{ export where source = RTS_BGP; }};
+    ipv4 {{ export where source = RTS_BGP && proto ~ "node*"; }};
     merge paths on;  # one route with a next hop for each announcing node
     learn off;
 }}
 
 template bgp speakers {{
-    local {ROUTER_LAN_IP} as {ROUTER_ASN};
+    local {site.router_lan_ip} as {site.router_asn};
     passive on;  # MetalLB's native speakers dial in, and never listen
     hold time 9;  # a node that stops answering loses its routes in 9 s (BGPPeer holdTime too)
     keepalive time 3;
@@ -186,13 +325,13 @@ template bgp speakers {{
     ipv4 {{ import all; export none; }};
 }}
 {neighbors}
-"""
+{uplink}"""
 
     def bird_argv(self) -> List[str]:
         conf = os.path.join(self.dir, "bird.conf")
         with open(conf, "w") as f:
             f.write(self.bird_config())
-        return in_ns(ROUTER_NS, "bird", "-f", "-c", conf, "-s", self.bird_socket())
+        return in_ns(self.site.router_ns, "bird", "-f", "-c", conf, "-s", self.bird_socket())
 
     def bird_socket(self) -> str:
         return os.path.join(self.dir, "bird.ctl")
@@ -203,22 +342,24 @@ template bgp speakers {{
     def fib_argv(self) -> List[str]:
         """The FIB agent, in the router's namespace, named FIB_PROGRAM in the process table
         (so that cluster.py finds a leftover one)."""
-        return in_ns(ROUTER_NS, "bash", "-c", f'exec -a {FIB_PROGRAM} "$0" "$@"',
+        return in_ns(self.site.router_ns, "bash", "-c", f'exec -a {FIB_PROGRAM} "$0" "$@"',
                      sys.executable, os.path.abspath(__file__), "fib", self.dir)
 
     def lb_routes(self) -> Dict[str, List[str]]:
-        """The router's kernel routes into the pool: address -> the node IPs it goes through."""
-        pool = ipaddress.ip_network(LB_POOL)
-        out = ns_run(ROUTER_NS, "ip", "-j", "route", "show", "proto", "bird").stdout
+        """The router's kernel routes into the pools: address -> the node IPs it goes
+        through."""
+        pools = [ipaddress.ip_network(p) for _, p, _ in self.site.pools]
+        out = ns_run(self.site.router_ns, "ip", "-j", "route", "show", "proto", "bird").stdout
         routes: Dict[str, List[str]] = {}
         for r in json.loads(out or "[]"):
             dst = r.get("dst", "")
             try:
-                if ipaddress.ip_network(dst if "/" in dst else dst + "/32").subnet_of(pool):
-                    hops = [h["gateway"] for h in r.get("nexthops", [])] or [r.get("gateway")]
-                    routes[dst.split("/")[0]] = sorted({h for h in hops if h})
+                net = ipaddress.ip_network(dst if "/" in dst else dst + "/32")
             except ValueError:
                 continue
+            if any(net.subnet_of(p) for p in pools):
+                hops = [h["gateway"] for h in r.get("nexthops", [])] or [r.get("gateway")]
+                routes[dst.split("/")[0]] = sorted({h for h in hops if h})
         return routes
 
 
@@ -248,7 +389,7 @@ def learned(table: int = LEARNED_TABLE) -> Dict[str, List[str]]:
 
 def hop_ids(gateway: str) -> List[int]:
     """The two next-hop objects of a node (see sync_fib())."""
-    first = 1000 + int(ipaddress.ip_address(gateway)) - int(LAN.network_address)
+    first = 1000 + (int(ipaddress.ip_address(gateway)) & 0xff)  # nodes are on a /24
     return [first, first + 500]
 
 

@@ -1,6 +1,6 @@
 """MetalLB for the multi-node cluster (tests/e2e/cluster.py --nodes N): the LoadBalancer
 implementation the seed names for clusters without a cloud, in BGP mode. Its controller gives a
-LoadBalancer Service an address from the pool (fabric.LB_POOL) and writes it into the Service's
+LoadBalancer Service an address from a pool (fabric.Site.pools) and writes it into the Service's
 status; a speaker on each node announces that address to the upstream router (fabric.py's BIRD)
 while the node holds a ready endpoint of the Service (externalTrafficPolicy: Local), and
 withdraws it when it no longer does.
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from cluster import Node
 
 NAMESPACE = "metallb-system"
-POOL = "kturn-pool"
 HOLD_TIME = "9s"  # the router's too: a node that stops answering loses its routes in 9 s
 
 
@@ -73,18 +72,23 @@ def rbac() -> List[dict]:
     return docs
 
 
-def config() -> List[dict]:
-    """The pool, the router as every node's BGP peer, and the pool announced by BGP."""
+def config(site: fabric.Site = fabric.DEFAULT) -> List[dict]:
+    """The site's pools, its router as every node's BGP peer, and the pools announced by BGP. A
+    pool that does not auto-assign (a region's Anycast address) goes only to a Service that asks
+    for one of its addresses."""
     meta = {"namespace": NAMESPACE}
-    return [
-        {"apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
-         "metadata": {"name": POOL, **meta}, "spec": {"addresses": [fabric.LB_POOL]}},
+    pools = [{"apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
+              "metadata": {"name": name, **meta},
+              "spec": {"addresses": [cidr], "autoAssign": auto}}
+             for name, cidr, auto in site.pools]
+    return pools + [
         {"apiVersion": "metallb.io/v1beta2", "kind": "BGPPeer",
          "metadata": {"name": "upstream", **meta},
-         "spec": {"myASN": fabric.NODE_ASN, "peerASN": fabric.ROUTER_ASN,
-                  "peerAddress": fabric.ROUTER_LAN_IP, "holdTime": HOLD_TIME}},
+         "spec": {"myASN": site.node_asn, "peerASN": site.router_asn,
+                  "peerAddress": site.router_lan_ip, "holdTime": HOLD_TIME}},
         {"apiVersion": "metallb.io/v1beta1", "kind": "BGPAdvertisement",
-         "metadata": {"name": "upstream", **meta}, "spec": {"ipAddressPools": [POOL]}},
+         "metadata": {"name": "upstream", **meta},
+         "spec": {"ipAddressPools": [name for name, _, _ in site.pools]}},
     ]
 
 
@@ -113,7 +117,8 @@ def placeholder_pod(name: str) -> dict:
                      "containers": [{"name": "speaker", "image": "metallb/speaker"}]}}
 
 
-def install(plane: cp.ControlPlane, identity: Callable[[str, str], str]) -> cp.Component:
+def install(plane: cp.ControlPlane, identity: Callable[[str, str], str],
+            site: fabric.Site = fabric.DEFAULT) -> cp.Component:
     """MetalLB's CRDs, RBAC and configuration, and its controller (on the host)."""
     crds = sorted(glob.glob(os.path.join(plane.tools, "metallb", "crds", "*.yaml")))
     if not crds:
@@ -129,7 +134,7 @@ def install(plane: cp.ControlPlane, identity: Callable[[str, str], str]) -> cp.C
         [os.path.join(plane.tools, "bin", "kubectl"), "--kubeconfig", plane.kubeconfig, "wait",
          "--for", "condition=Established", "--timeout", "1s", "crd", "--all"],
         capture_output=True).returncode == 0, plane.components, 30)
-    plane.apply(config())
+    plane.apply(config(site))
     # The speakers' Pods need the namespace's default ServiceAccount (admission checks it).
     cp.wait_until(f"the {NAMESPACE} ServiceAccount", lambda: cp.api(
         plane.url, plane.pki, "GET", f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default"),

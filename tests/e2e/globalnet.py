@@ -41,7 +41,7 @@ import os
 import signal
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
@@ -149,7 +149,7 @@ def region_unicast(region: str) -> str:
     return str(ipaddress.ip_network(pool)[10])
 
 
-class Net:
+class Net(cp.ComponentGroup):
     def __init__(self, dirpath: str, tools: str = ""):
         self.dir = os.path.abspath(dirpath)
         self.tools = tools
@@ -224,16 +224,8 @@ class Net:
     def bird_socket(self, key: str) -> str:
         return os.path.join(self.dir, f"bird-{key}.ctl")
 
-    def check(self) -> Optional[str]:
-        for c in self.components:
-            if not c.alive():
-                return f"{c.name} exited:\n{c.tail()}"
-        return None
-
     def stop(self) -> None:
-        for c in reversed(self.components):
-            c.stop()
-        self.components.clear()
+        super().stop()
         remove()
 
 

@@ -231,6 +231,24 @@ async def aioice_redirected(full, sibling, peer_port: int, user: str, password: 
         transport.close()
 
 
+def uclient_through_sibling(workdir, full, peer_port, sibling):
+    """A uclient call (1 client, 50 messages) to `full`, which redirects it: every message
+    echoed, and the sibling created the allocation and relayed it (uclient deletes its
+    allocations at the end, so the sibling's counters say so). The call's summary, and how
+    many allocations the sibling created."""
+    summary = ops_test.run_uclient(workdir, ops_test.uclient_argv(full, peer_port, 1, 50, 10))
+    h.check(summary["sent"] == 50 and summary["recv"] == 50 and summary["lost"] == 0,
+            f"uclient through the sibling: {summary}")
+    samples = ops_test.metric_samples(sibling.health)
+    on_sibling = samples.get(("kturn_allocations_created_total", (("listener", "udp"),)), 0)
+    relayed = sum(v for (name, labels), v in samples.items()
+                  if name == "kturn_relayed_packets_total")
+    h.check(on_sibling >= 1 and relayed >= 100,
+            f"uclient's call did not go through the sibling: {on_sibling} allocations created "
+            f"there, {relayed} packets relayed")
+    return summary, on_sibling
+
+
 def case_redirect(args, workdir):
     sibling = start_kturnd(args, os.path.join(workdir, "b"), {})
     os.makedirs(sibling.workdir, exist_ok=True)
@@ -255,20 +273,7 @@ def case_redirect(args, workdir):
                 h.check((reply.error_code() or (0,))[0] == 300,
                         f"the full server did not answer 300: {reply.describe()}")
                 # uclient: 1 client, 50 messages; its first Allocate meets the full server.
-                summary = ops_test.run_uclient(
-                    workdir, ops_test.uclient_argv(full, peer_port, 1, 50, 10))
-                h.check(summary["sent"] == 50 and summary["recv"] == 50 and
-                        summary["lost"] == 0, f"uclient through the sibling: {summary}")
-                # uclient deletes its allocations at the end: count what the sibling created
-                # and relayed.
-                samples = ops_test.metric_samples(sibling.health)
-                on_sibling = samples.get(("kturn_allocations_created_total",
-                                          (("listener", "udp"),)), 0)
-                relayed = sum(v for (name, labels), v in samples.items()
-                              if name == "kturn_relayed_packets_total")
-                h.check(on_sibling >= 1 and relayed >= 100,
-                        f"uclient's call did not go through the sibling: {on_sibling} "
-                        f"allocations created there, {relayed} packets relayed")
+                summary, on_sibling = uclient_through_sibling(workdir, full, peer_port, sibling)
                 relayed_at = asyncio.run(
                     aioice_redirected(full, sibling, peer_port, user, password))
                 count = redirects(full)
@@ -339,18 +344,7 @@ def case_redirect_over_mark(args, workdir):
                     probe.close()
 
                 # uclient: 1 client, 50 messages; its Allocate meets A over the mark.
-                summary = ops_test.run_uclient(
-                    workdir, ops_test.uclient_argv(full, peer_port, 1, 50, 10))
-                h.check(summary["sent"] == 50 and summary["recv"] == 50 and
-                        summary["lost"] == 0, f"uclient through the sibling: {summary}")
-                samples = ops_test.metric_samples(sibling.health)
-                on_sibling = samples.get(("kturn_allocations_created_total",
-                                          (("listener", "udp"),)), 0)
-                relayed = sum(v for (name, labels), v in samples.items()
-                              if name == "kturn_relayed_packets_total")
-                h.check(on_sibling >= 1 and relayed >= 100,
-                        f"uclient's call did not go through the sibling: {on_sibling} "
-                        f"allocations created there, {relayed} packets relayed")
+                summary, on_sibling = uclient_through_sibling(workdir, full, peer_port, sibling)
 
                 # The allocations held on A are untouched: they refresh and relay.
                 for i, c in enumerate(holders):

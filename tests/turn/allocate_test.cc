@@ -280,6 +280,16 @@ class RedirectTest : public TurnTest {
     const auto v = reply.view().value(stun::attr::kAlternateServer);
     return v ? stun::decodeAddress(*v) : std::nullopt;
   }
+  // A 300 naming `alternate`, authenticated with the requester's key (coturn's client checks
+  // it), without ALTERNATE-DOMAIN (plain UDP).
+  static void expectRedirectTo(const Reply& reply, const char* alternate) {
+    EXPECT_EQ(reply.errorCode(), 300);
+    EXPECT_EQ(alternateServer(reply), addr(alternate));
+    EXPECT_EQ(stun::checkMessageIntegrity(reply.view(),
+                                          stun::longTermKey("user1", "kturn.test", "pass1").span()),
+              stun::IntegrityCheck::kValid);
+    EXPECT_FALSE(reply.view().has(stun::attr::kAlternateDomain));
+  }
   // What the daemon's capacity thread sets over the admin.capacity marks (HealthState).
   std::atomic<bool> over_capacity_{false};
 };
@@ -287,15 +297,7 @@ class RedirectTest : public TurnTest {
 TEST_F(RedirectTest, FullServerAnswers300WithTheAlternateOfTheClientsFamily) {
   withAlternates({"[2001:db8::7]:3478", "198.51.100.7:3478", "198.51.100.8:3478"}, 1);
   ASSERT_EQ(allocate().cls(), stun::MessageClass::kSuccessResponse);
-  const Reply reply = allocateFromAnotherPort();
-  EXPECT_EQ(reply.errorCode(), 300);
-  EXPECT_EQ(alternateServer(reply), addr("198.51.100.7:3478"));
-  // Authenticated with the requester's key, as coturn's client checks; no ALTERNATE-DOMAIN
-  // over plain UDP.
-  EXPECT_EQ(stun::checkMessageIntegrity(reply.view(),
-                                        stun::longTermKey("user1", "kturn.test", "pass1").span()),
-            stun::IntegrityCheck::kValid);
-  EXPECT_FALSE(reply.view().has(stun::attr::kAlternateDomain));
+  expectRedirectTo(allocateFromAnotherPort(), "198.51.100.7:3478");
   EXPECT_EQ(server_->allocationCount(), 1u);
   EXPECT_EQ(server_->stats().allocations_redirected, 1u);
   EXPECT_EQ(server_->stats().allocations_rejected_capacity, 0u);
@@ -349,13 +351,7 @@ TEST_F(RedirectTest, QuotasAreNotRedirected) {
 TEST_F(RedirectTest, OverTheMarksANewAllocateIsRedirected) {
   withAlternates({"[2001:db8::7]:3478", "198.51.100.7:3478"}, 0);
   over_capacity_ = true;
-  const Reply reply = allocate();
-  EXPECT_EQ(reply.errorCode(), 300);
-  EXPECT_EQ(alternateServer(reply), addr("198.51.100.7:3478"));
-  EXPECT_EQ(stun::checkMessageIntegrity(reply.view(),
-                                        stun::longTermKey("user1", "kturn.test", "pass1").span()),
-            stun::IntegrityCheck::kValid);
-  EXPECT_FALSE(reply.view().has(stun::attr::kAlternateDomain));
+  expectRedirectTo(allocate(), "198.51.100.7:3478");
   EXPECT_EQ(server_->allocationCount(), 0u);
   EXPECT_TRUE(relays_.requests.empty());  // no relay port taken for it
   EXPECT_EQ(server_->stats().allocations_redirected, 1u);

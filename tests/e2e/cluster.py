@@ -190,15 +190,15 @@ def make_cgroup_root(path: str) -> None:
             parent = top
 
 
-def remove_cgroups(root: str = CGROUP_ROOT) -> None:
+def remove_cgroups(cgroup_root: str = CGROUP_ROOT) -> None:
     for controller in os.listdir(CGROUPS):
-        top = os.path.join(CGROUPS, controller, root)
+        top = os.path.join(CGROUPS, controller, cgroup_root)
         if not os.path.isdir(top):
             continue
-        for root, dirs, _ in os.walk(top, topdown=False):
+        for path, dirs, _ in os.walk(top, topdown=False):
             for d in dirs:
                 try:
-                    os.rmdir(os.path.join(root, d))
+                    os.rmdir(os.path.join(path, d))
                 except OSError:
                     pass
         try:

@@ -16,6 +16,11 @@ host has routes to the pod ranges (through their nodes) so that tests reach pods
 as the single-node cluster's host does. The host forwards nothing: the nodes' and the client's
 default routes point at the router, whose only links are the LAN and the client network.
 
+That is make test-cluster's site (DEFAULT). A Site holds the addresses, pools, AS numbers and
+cgroup root of one cluster's network, so that several coexist: make test-global's two regions
+(REGIONS) each have a router whose uplink, instead of a client network, is a continent's router
+of tests/e2e/globalnet.py.
+
 `Fabric.remove()` deletes the namespaces (their veths and the bridge go with them) and the host's
 routes; it works from what is on the machine, so it is safe after a crash and safe twice.
 """
@@ -103,20 +108,7 @@ class Site:
 DEFAULT = Site(prefix="kturn-c", lan="10.245.0.0/24", cluster_cidr="10.244.0.0/16",
                pools=(("kturn-pool", "10.247.0.0/28", True),), router_asn=64512,
                node_asn=64513, cgroup_root="kturn-e2e", client_net="10.246.0.0/24")
-PREFIX = DEFAULT.prefix  # every namespace and host interface of the default site starts with it
-ROUTER_NS = DEFAULT.router_ns
-CLIENT_NS = DEFAULT.client_ns
-HOST_IF = DEFAULT.host_if
-LAN = ipaddress.ip_network(DEFAULT.lan)
-HOST_IP = DEFAULT.host_ip
-ROUTER_LAN_IP = DEFAULT.router_lan_ip
-CLIENT_NET = ipaddress.ip_network(DEFAULT.client_net)
-ROUTER_CLIENT_IP = DEFAULT.router_client_ip
-CLIENT_IP = DEFAULT.client_ip
-LB_POOL = DEFAULT.pools[0][1]  # MetalLB's IPAddressPool: the LoadBalancer addresses
-CLUSTER_CIDR = DEFAULT.cluster_cidr
-ROUTER_ASN = DEFAULT.router_asn  # the upstream network
-NODE_ASN = DEFAULT.node_asn  # the cluster's speakers (MetalLB), one AS for every node
+LAN = ipaddress.ip_network(DEFAULT.lan)  # the NetworkPolicies of cluster_test admit it
 
 # make test-global's two regions (tests/e2e/globalnet.py draws the network between them): each
 # announces the same Anycast address, and an address of its own from a pool of its own.
@@ -137,14 +129,6 @@ REGIONS: Dict[str, Site] = {
 def site(name: str) -> Site:
     """"" is make test-cluster's site; "a" and "b" the regions of make test-global."""
     return REGIONS[name] if name else DEFAULT
-
-
-def node_ns(i: int) -> str:
-    return DEFAULT.node_ns(i)
-
-
-def node_ip(i: int) -> str:
-    return DEFAULT.node_ip(i)
 
 
 def run(*argv: str, check: bool = True, quiet: bool = False,
@@ -174,7 +158,7 @@ def sysctl(ns: str, key: str, value: str) -> None:
     ns_run(ns, "sysctl", "-qw", f"{key}={value}")
 
 
-def namespaces(prefix: str = PREFIX) -> List[str]:
+def namespaces(prefix: str) -> List[str]:
     r = run("ip", "netns", "list", check=False, quiet=True)
     return [line.split()[0] for line in r.stdout.splitlines()
             if line.split() and line.split()[0].startswith(prefix + "-")]

@@ -388,7 +388,7 @@ def region_down(regions: Dict[str, Region], continents: Dict[str, Continent], wo
         op_wait(f"call {each.tag} relaying", lambda: re.search(
             r"tot_recv_msgs=[1-9]", each.proc.output()), 20, interval=0.2)
     watch = PathWatch(x, fabric.ANYCAST)
-    ports = [f"n{cluster_index(n)}" for n in a.node_ips()]
+    ports = [f"n{ct.node_index(n)}" for n in a.node_ips()]
     # Whatever happens below, region a's nodes get their links back.
     h.register_cleanup(lambda: [fabric.ns_run(a.site.router_ns, "ip", "link", "set", port, "up",
                                               check=False) for port in ports])
@@ -452,10 +452,6 @@ def region_down(regions: Dict[str, Region], continents: Dict[str, Continent], wo
     return numbers
 
 
-def cluster_index(node: str) -> int:
-    return int(node.rsplit("-n", 1)[1])
-
-
 # --- 5. region a full --------------------------------------------------------------------------
 
 LOAD = r"""
@@ -483,6 +479,13 @@ for t in held:
         pass
     t.close()
 """
+
+
+def redirected(r: Region) -> float:
+    """The Allocates the region's kturnd pods answered 300 Try Alternate, so far."""
+    return sum(v for p in r.pods
+               for k, v in metric(r, p, "kturn_allocations_rejected_total").items()
+               if 'reason="try_alternate"' in k)
 
 
 def region_full(regions: Dict[str, Region], x: Continent, workdir: str,
@@ -534,9 +537,7 @@ def region_full(regions: Dict[str, Region], x: Continent, workdir: str,
             print(f"  {p['metadata']['name']} /capacity: over, allocations "
                   f"{report['allocations']['value']:.0f} of mark {mark}; /ready stays "
                   f"200 (--force-ready-status), so its node keeps announcing the address")
-        redirects_before = sum(sum(metric(a, p, "kturn_allocations_rejected_total").get(
-            k, 0) for k in metric(a, p, "kturn_allocations_rejected_total")
-            if "try_alternate" in k) for p in a.pods)
+        redirects_before = redirected(a)
         records = Sessions(regions, x.ip)
         new = [call(workdir, x, fabric.ANYCAST, cred, f"full-new-{i}", verbose=True)
                for i in range(3)]
@@ -545,8 +546,7 @@ def region_full(regions: Dict[str, Region], x: Continent, workdir: str,
             h.check(all(b.holds(ip) for ip in relays),
                     f"call {each.tag} while region a was full: relayed by {relays}")
             each.finish()
-        redirects = sum(sum(v for k, v in metric(a, p, "kturn_allocations_rejected_total")
-                            .items() if "try_alternate" in k) for p in a.pods)
+        redirects = redirected(a)
         # uclient follows the first redirect of a call and sends its second Allocate to the
         # alternate directly: at least one redirect per call.
         h.check(redirects - redirects_before >= len(new),

@@ -50,8 +50,6 @@ import json
 import os
 import re
 import socket
-import ssl
-import struct
 import subprocess
 import sys
 import threading
@@ -269,41 +267,6 @@ def http_request(port: int, target: str, method: str = "GET", ns: Optional[str] 
 # Credentials on kturnd
 # ---------------------------------------------------------------------------------------------
 
-class StreamTurnClient(h.TurnClient):
-    """The harness's TURN client over a TCP or TLS connection (STUN messages back to back)."""
-
-    def __init__(self, server: Tuple[str, int], username: str, password: str, tls: bool):
-        super().__init__(server, username, password)
-        self.sock.close()
-        sock = socket.create_connection(server, timeout=3)
-        if tls:
-            ctx = ssl.create_default_context()
-            ctx.check_hostname = False
-            ctx.verify_mode = ssl.CERT_NONE  # the test's self-signed certificate
-            sock = ctx.wrap_socket(sock)
-        self.sock = sock
-        self.buf = b""
-
-    def _read(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            data = self.sock.recv(65536)
-            if not data:
-                raise h.TestFailure(f"{self.server}: connection closed")
-            self.buf += data
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
-
-    def _transact(self, msg, key):
-        self.sock.sendall(msg.encode(key=key))
-        for _ in range(8):
-            header = self._read(20)
-            length = struct.unpack("!H", header[2:4])[0]
-            resp = h.StunMessage.decode(header + self._read(length))
-            if resp is not None and resp.tid == msg.tid and resp.cls in (h.SUCCESS, h.ERROR):
-                return resp
-        raise h.TestFailure(f"no answer to {h.METHOD_NAMES.get(msg.method)} on {self.server}")
-
-
 _allocations: Dict[tuple, Optional[tuple]] = {}
 
 
@@ -315,7 +278,8 @@ def allocate(port: int, transport: str, username: str, password: str):
         return _allocations[key]
     server = (h.LOOPBACK, port)
     client = (h.TurnClient(server, username, password) if transport == "udp" else
-              StreamTurnClient(server, username, password, tls=transport == "tls"))
+              h.StreamTurnClient(server, username, password,
+                                 tls=h.insecure_tls() if transport == "tls" else None))
     with client:
         resp = client.request(h.ALLOCATE, lambda m: (
             m.add(h.A_REQUESTED_TRANSPORT, bytes([17, 0, 0, 0])),

@@ -19,6 +19,17 @@
                     Allocate is answered 300 naming B, coturn's turnutils_uclient follows it and
                     relays through B with no loss, and the 4 on A keep refreshing and relaying;
                     once one leaves (under the resume point) A grants again.
+  --case redirect-tls
+                    The same over TURN-TLS, with certificates from a CA of the test's for two
+                    names, A's turn-a.kturn.test and B's turn-b.kturn.test, and A's TLS listener
+                    naming B's TLS address and alternate_domain turn-b.kturn.test: with A over
+                    its mark, coturn's turnutils_uclient over TLS follows the 300 to B and relays
+                    with no loss; a client that verifies certificates (Python's ssl, OpenSSL)
+                    gets from A, over a connection verified as turn-a.kturn.test, the 300 with
+                    ALTERNATE-SERVER B, ALTERNATE-DOMAIN turn-b.kturn.test and its
+                    MESSAGE-INTEGRITY; B's certificate is refused as turn-a.kturn.test (the
+                    original name: where a redirect breaks without the attribute, coturn's issue
+                    358) and accepted as the ALTERNATE-DOMAIN, and B grants the allocation.
 
   /usr/bin/python3 capacity_test.py --server kturnd --kturnd build/kturnd --case readiness
 """
@@ -27,6 +38,7 @@ import argparse
 import asyncio
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -374,15 +386,96 @@ def case_redirect_over_mark(args, workdir):
           f"the {mark} allocations held refreshed and echoed 5/5 each; {count:.0f} redirects")
 
 
+def add_tls_listener(server, cert: str, key: str, **extra) -> None:
+    """A TURN-TLS listener beside the server's TURN-UDP one (same relay ports and routes), on a
+    port of its own, with `cert`/`key`; its address in server.tls_address."""
+    port = h.free_port()
+    udp = server.config["listeners"][0]
+    server.config["listeners"].append(dict(udp, name="tls", protocol="TURN-TLS", port=port,
+                                           cert=h.base64_file(cert), key=h.base64_file(key),
+                                           **extra))
+    server.tls_address = (server.host, port)
+
+
+def case_redirect_tls(args, workdir):
+    names = ("turn-a.kturn.test", "turn-b.kturn.test")
+    ca, certs = h.ca_signed_certs(names)
+    sibling = start_kturnd(args, os.path.join(workdir, "b"), {})
+    add_tls_listener(sibling, *certs[names[1]])
+    os.makedirs(sibling.workdir, exist_ok=True)
+    with sibling:
+        full = start_kturnd(args, os.path.join(workdir, "a"), {"capacity": {"allocations": 1}},
+                            extra_args=["--force-ready-status"])
+        add_tls_listener(full, *certs[names[0]],
+                         alternate_servers=["{}:{}".format(*sibling.tls_address)],
+                         alternate_domain=names[1])
+        os.makedirs(full.workdir, exist_ok=True)
+        with full:
+            _, peer_port = h.start_udp_echo_peer(workdir)
+            user, password = full.settings.credentials()
+            with h.TurnClient(full.address, user, password) as holder:
+                holder.allocate()  # A over its mark of 1
+                ops_test.wait_for(lambda: capacity(full)[1]["over_capacity"], 5,
+                                  "/capacity to report over the allocations mark")
+
+                # coturn's client over TLS (it verifies no certificate): follows the redirect.
+                argv = ["turnutils_uclient", "-t", "-S", "-p", str(full.tls_address[1]),
+                        "-e", h.LOOPBACK, "-r", str(peer_port), "-L", h.LOOPBACK, "-m", "1",
+                        "-n", "50", "-l", "100", "-z", "10", "-c", "-u", user, "-w", password,
+                        h.LOOPBACK]
+                summary = ops_test.run_uclient(workdir, argv)
+                h.check(summary["sent"] == 50 and summary["recv"] == 50 and summary["lost"] == 0,
+                        f"uclient over TLS through the redirect: {summary}")
+                samples = ops_test.metric_samples(sibling.health)
+                on_sibling = samples.get(("kturn_allocations_created_total",
+                                          (("listener", "tls"),)), 0)
+                h.check(on_sibling >= 1, f"uclient's TLS call created {on_sibling} allocations "
+                                         f"on B's TLS listener")
+
+                # A client that verifies certificates by name.
+                verify = ssl.create_default_context(cafile=ca)
+                with h.StreamTurnClient(full.tls_address, user, password, tls=verify,
+                                        server_hostname=names[0]) as c:
+                    reply = c.request(h.ALLOCATE, lambda m: m.add(h.A_REQUESTED_TRANSPORT,
+                                                                  bytes([17, 0, 0, 0])))
+                    h.check((reply.error_code() or (0,))[0] == 300,
+                            f"an Allocate over TLS to A over its mark got {reply.describe()}")
+                    alternate = tuple(h.unpack_address(reply.get(h.A_ALTERNATE_SERVER) or b""))
+                    domain = (reply.get(h.A_ALTERNATE_DOMAIN) or b"").decode()
+                    h.check(alternate == sibling.tls_address and domain == names[1],
+                            f"ALTERNATE-SERVER {alternate} ALTERNATE-DOMAIN {domain!r}, want "
+                            f"{sibling.tls_address} and {names[1]!r}")
+                    h.check(reply.check_integrity(c.key),
+                            "the 300 does not carry the client's MESSAGE-INTEGRITY")
+                try:
+                    h.StreamTurnClient(alternate, user, password, tls=verify,
+                                       server_hostname=names[0]).close()
+                    h.check(False, f"B's certificate was accepted as {names[0]}")
+                except ssl.SSLCertVerificationError as e:
+                    refused = e.verify_message
+                with h.StreamTurnClient(alternate, user, password, tls=verify,
+                                        server_hostname=domain) as c:
+                    relayed = c.allocate()
+                    h.check(c.refresh(0).error_code() is None, "Refresh(0) at B failed")
+            full.check_alive()
+        sibling.check_alive()
+    print(f"redirect over TLS: uclient -t -S followed 300 from A to B "
+          f"({summary['recv']}/{summary['sent']} echoed, {on_sibling:.0f} TLS allocations on B); "
+          f"a verifying client got ALTERNATE-SERVER {alternate[0]}:{alternate[1]} and "
+          f"ALTERNATE-DOMAIN {domain}, B's certificate refused as {names[0]} ({refused}) and "
+          f"accepted as {domain}, where B granted relayed address {relayed[0]}:{relayed[1]}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_server_args(p)
     p.add_argument("--case", required=True,
-                   choices=("readiness", "bandwidth", "redirect", "redirect-over-mark"))
+                   choices=("readiness", "bandwidth", "redirect", "redirect-over-mark",
+                            "redirect-tls"))
     args, _ = p.parse_known_args()
     cases = {"readiness": case_readiness, "bandwidth": case_bandwidth, "redirect": case_redirect,
-             "redirect-over-mark": case_redirect_over_mark}
+             "redirect-over-mark": case_redirect_over_mark, "redirect-tls": case_redirect_tls}
     h.run_test(f"capacity-{args.case}", lambda a, w: cases[a.case](a, w), p)
 
 

@@ -51,13 +51,14 @@ bounded (step_timeout per step in the page, timeout for the whole browser sessio
 
 from __future__ import annotations
 
+import copy
 import glob
 import json
 import os
 import shutil
 import time
 import urllib.request
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import browser
 import harness as h
@@ -269,13 +270,24 @@ def _url_host(url: str) -> str:
 def janus_call(turn_url: str, username: str, credential: str, janus_http_url: str, *,
                workdir: str, seconds: float = 8.0, step_timeout: float = 15.0,
                timeout: float = 60.0, chromium: Optional[str] = None,
-               browser_flags: Sequence[str] = (), netns: Optional[str] = None) -> dict:
+               browser_flags: Sequence[str] = (), netns: Optional[str] = None,
+               restart: Optional[Tuple[float, float]] = None,
+               on_phase: Optional[Callable[[str, dict], None]] = None) -> dict:
     """One call (see the module docstring); returns the page's result object, with the
     browser's version under "browser". browser_flags: e.g. --ignore-certificate-errors for a
-    turns: URL with a self-signed certificate."""
+    turns: URL with a self-signed certificate. restart=(lost_within, recover_within): once
+    connected, the call waits up to lost_within s for ICE to report its path lost, then
+    recovers by an ICE restart within recover_within s of the loss (janus_call.js,
+    restartIce(); check_restart() says what a recovered call shows). on_phase(phase, progress)
+    is called, from this thread, with each phase the page enters and its progress object
+    (window.janusProgress) then."""
     ice_server = {"urls": [turn_url], "username": username, "credential": credential}
     params = {"iceServer": ice_server, "janusUrl": "/janus", "seconds": seconds,
               "stepTimeoutMs": int(step_timeout * 1000)}
+    media = seconds
+    if restart is not None:
+        params["restart"] = {"lostMs": int(restart[0] * 1000), "recoverMs": int(restart[1] * 1000)}
+        media += 1 + sum(restart)
     deadline = time.monotonic() + timeout
 
     def left() -> float:
@@ -295,9 +307,9 @@ def janus_call(turn_url: str, username: str, credential: str, janus_http_url: st
                       f".then((r) => {{ window.janusResult = r; }}))", timeout=5.0)
         try:
             # getUserMedia, the requests, gathering, the answer and connecting are each bounded
-            # by step_timeout in the page; then the media for `seconds`.
-            page.wait_for("window.janusResult", timeout=min(left(), 5 * step_timeout + seconds),
-                          what="the call to end")
+            # by step_timeout in the page; then the media for `seconds` (and the restart's
+            # bounds).
+            _wait_for_result(page, min(left(), 5 * step_timeout + media), on_phase)
         except h.TestFailure as e:
             progress = page.evaluate("window.janusProgress", timeout=5.0) or {}
             raise h.TestFailure(f"{e}: the page was in phase {progress.get('phase')!r}; its "
@@ -307,6 +319,28 @@ def janus_call(turn_url: str, username: str, credential: str, janus_http_url: st
         result["browser"] = chrome.version
         result["pageErrors"] = list(pages.errors)
     return result
+
+
+def _wait_for_result(page: browser.Page, timeout: float,
+                     on_phase: Optional[Callable[[str, dict], None]]) -> None:
+    """Until the page's call ended (window.janusResult), telling on_phase each phase entered."""
+    if on_phase is None:
+        page.wait_for("window.janusResult", timeout=timeout, what="the call to end")
+        return
+    deadline = time.monotonic() + timeout
+    seen = None
+    while True:
+        done, phase = page.evaluate("[Boolean(window.janusResult), "
+                                    "(window.janusProgress || {}).phase || null]", timeout=5.0)
+        if phase != seen and phase is not None:
+            seen = phase
+            on_phase(phase, page.evaluate("window.janusProgress", timeout=5.0) or {})
+        if done:
+            return
+        if time.monotonic() >= deadline:
+            raise h.TestFailure(f"timed out after {timeout:.0f} s waiting for the call to end "
+                                f"in the page")
+        time.sleep(0.1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,3 +461,35 @@ def describe(n: Dict[str, Any]) -> str:
             f"{local.get('type')} {local.get('address')}:{local.get('port')} "
             f"({local.get('relayProtocol')} to the TURN server) <-> {remote.get('type')} "
             f"{remote.get('address')}:{remote.get('port')}")
+
+
+RESTART_STEPS = ("lostAt", "offerAt", "candidateAt", "answerAt", "connectedAt", "mediaAt")
+
+
+def check_restart(result: dict, relay_protocol: str, janus_ip: str,
+                  max_loss: float = 0.05, min_frames: int = 10) -> Dict[str, Any]:
+    """What a call that recovered by an ICE restart (janus_call(restart=...)) must show: every
+    step of the restart done, in order; then what check_call() asks of any call, from the
+    sample taken when media came back to the end, with the packets lost counted from that
+    sample on (the outage's gap is not the new path's loss). Returns check_call()'s numbers,
+    with "restart": the steps' wall-clock times in s (time.time()'s clock) and
+    "restart_candidates": the fresh relay candidates."""
+    r = result.get("restart") or {}
+    h.check(all(r.get(k) for k in RESTART_STEPS),
+            f"the ICE restart did not finish: {result.get('error')}; its steps "
+            f"{ {k: r.get(k) for k in RESTART_STEPS} }, ICE states {r.get('iceStates')}, "
+            f"log {result.get('log', [])[-12:]}")
+    times = [r[k] for k in RESTART_STEPS if k != "candidateAt"]
+    h.check(times == sorted(times), f"the restart's steps out of order: {r}")
+    samples = result.get("samples") or []
+    h.check(len(samples) == 3, f"the page took {len(samples)} getStats() samples, want 3 "
+                               f"(before the loss, media back, the end)")
+    back, last = samples[1], copy.deepcopy(samples[2])
+    for kind, stats in last.get("inbound", {}).items():
+        stats["packetsLost"] = (stats.get("packetsLost", 0) -
+                                _get(back, "inbound", kind, "packetsLost", default=0))
+    n = check_call(dict(result, samples=[back, last]), relay_protocol, janus_ip, max_loss,
+                   min_frames)
+    n["restart"] = {k[:-2]: r[k] / 1000.0 for k in RESTART_STEPS}
+    n["restart_candidates"] = list(r.get("candidates") or [])
+    return n

@@ -31,9 +31,21 @@ Passes only if
     Janus's address as a peer, with packets to it and from it.
 The numbers (frames decoded, packets lost, RTT, bytes) are printed.
 
+--restart: the server is lost mid-call and the browser recovers by an ICE restart, what a client
+does when an Anycast route moves it to another region (docs/operations.md#many-regions). Two
+seconds into the call kturnd is killed (SIGKILL) and a fresh kturnd takes the same address and
+config at once: the address answers, but not for the call's allocation. The page waits for ICE to
+report the path lost, restarts ICE (a new offer with fresh credentials, a fresh allocation at the
+new kturnd, its relay candidate trickled to Janus), and runs --seconds more. Passes only if every
+step of the restart happened, in order, within 30 s of the loss, and from the media's return on
+the call shows what a call must (above, loss counted from the return); the new kturnd relayed the
+call both ways (its /metrics) and logged its allocation with Janus among the peers. Prints each
+step's time after the kill.
+
   /usr/bin/python3 janus_test.py --server kturnd --kturnd build/kturnd --transport udp
   /usr/bin/python3 janus_test.py --server kturnd --kturnd build/kturnd --transport tcp
   /usr/bin/python3 janus_test.py --server kturnd --kturnd build/kturnd --transport tls
+  /usr/bin/python3 janus_test.py --server kturnd --kturnd build/kturnd --transport udp --restart
 
 Needs root (network namespaces; exits 77, skipped, otherwise), chromium and janus (a missing
 janus fails the test: the suite installs it).
@@ -43,6 +55,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 import time
 from typing import Dict, List, Optional
@@ -139,6 +152,24 @@ def body(args: argparse.Namespace, workdir: str) -> None:
 
     server = h.KturndServer(args.kturnd, config, workdir=workdir, settings=settings,
                             loglevel="all:INFO")
+    replaced: Dict[str, object] = {}
+
+    def replace_server(phase: str, progress: dict) -> None:
+        """--restart: two seconds into the call, kturnd killed and a fresh one in its place."""
+        if phase != "call" or replaced:
+            return
+        time.sleep(2.0)
+        os.killpg(server.proc.proc.pid, signal.SIGKILL)
+        server.proc.proc.wait(timeout=5)
+        replaced["at"] = time.time()
+        fresh = h.KturndServer(args.kturnd, config, workdir=os.path.join(workdir, "replacement"),
+                               settings=settings, loglevel="all:INFO")
+        os.makedirs(fresh.workdir, exist_ok=True)
+        replaced["server"] = fresh.start()
+        fresh.wait_ready()
+        print(f"kturnd killed 2 s into the call; a fresh kturnd answers on {gateway} "
+              f"{time.time() - replaced['at']:.2f} s later")
+
     with janus.JanusServer(workdir, janus_ip, pods.ns) as jan, server as s:
         print(f"janus: {jan.info.get('version_string')} at {jan.url}, plugins "
               f"{sorted(jan.info.get('plugins', {}))}")
@@ -147,12 +178,18 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         result = janus.janus_call(turn_url, username, password, jan.url, workdir=workdir,
                                   seconds=args.seconds, chromium=args.chromium,
                                   browser_flags=transport.browser_flags,
-                                  timeout=args.browser_timeout)
+                                  timeout=args.browser_timeout + (60 if args.restart else 0),
+                                  restart=(20.0, 30.0) if args.restart else None,
+                                  on_phase=replace_server if args.restart else None)
         elapsed = time.monotonic() - started
         print(f"browser: {result.get('browser')}; the call took {result.get('seconds', 0):.1f} s "
               f"in the page, {elapsed:.1f} s with the browser's start")
-        s.check_alive()
         jan.check_alive()
+        if args.restart:
+            h.check(bool(replaced), f"the call never reached phase call: {result.get('error')}")
+            restarted(result, replaced, jan, transport, settings, janus_ip, metrics_port)
+            return
+        s.check_alive()
         n = janus.check_call(result, transport.relay_protocol, janus_ip)
         pair = n["pair"]
         lo, hi = settings.relay_range
@@ -173,6 +210,39 @@ def body(args: argparse.Namespace, workdir: str) -> None:
         print(f"session: {json.dumps(record, sort_keys=True)}")
 
 
+def restarted(result: dict, replaced: dict, jan: janus.JanusServer,
+              transport: chromium_test.Transport, settings: h.ServerSettings, janus_ip: str,
+              metrics_port: int) -> None:
+    """--restart: what the recovered call and the kturnd that replaced the lost one show."""
+    fresh = replaced["server"]
+    fresh.check_alive()
+    n = janus.check_restart(result, transport.relay_protocol, janus_ip)
+    pair = n["pair"]
+    lo, hi = settings.relay_range
+    h.check(pair["local"].get("address") == settings.host and lo <= pair["local"]["port"] <= hi,
+            f"the browser's relay candidate after the restart {pair['local'].get('address')}:"
+            f"{pair['local'].get('port')} is not a kturnd relay address")
+    killed = replaced["at"]
+    print("ICE restart after kturnd was killed: " + ", ".join(
+        f"{step} +{at - killed:.2f} s" for step, at in n["restart"].items()))
+    print("call from the media's return: " + janus.describe(n))
+    after = ops_test.metric_samples(metrics_port)
+    to_janus = chromium_test.counter(after, "stunner_cluster_packets_total",
+                                     {"name": CLUSTER, "direction": "tx"})
+    from_janus = chromium_test.counter(after, "stunner_cluster_packets_total",
+                                       {"name": CLUSTER, "direction": "rx"})
+    h.check(to_janus > 0 and from_janus > 0,
+            f"the fresh kturnd relayed {to_janus:.0f} packets to Janus and {from_janus:.0f} "
+            f"from it: the call did not recover through it")
+    print(f"fresh kturnd's /metrics: stunner_cluster_packets_total{{name={CLUSTER}}} tx "
+          f"{to_janus:.0f} rx {from_janus:.0f}")
+    record = session_record(fresh, transport.listener, janus_ip)
+    h.check(record is not None and record["packets_to_peers"] > 0
+            and record["packets_to_client"] > 0,
+            f"the fresh kturnd's session record of the call: {record}")
+    print(f"session (fresh kturnd): {json.dumps(record, sort_keys=True)}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -183,10 +253,14 @@ def main() -> None:
                    help="static long-term user, or ephemeral TURN REST credentials")
     p.add_argument("--seconds", type=float, default=8.0, help="media time of the call")
     p.add_argument("--chromium", default=None, help="browser binary (default: chromium on PATH)")
+    p.add_argument("--restart", action="store_true",
+                   help="kill kturnd mid-call, start a fresh one in its place, and require the "
+                        "call to recover by an ICE restart")
     p.add_argument("--browser-timeout", type=float, default=60.0,
                    help="bound on the whole browser session: start, signalling, call (s)")
     args, _ = p.parse_known_args()
-    h.run_test(f"janus-{args.transport}-{args.auth}", body, p, overall_timeout=100)
+    h.run_test(f"janus-{args.transport}-{args.auth}{'-restart' if args.restart else ''}", body,
+               p, overall_timeout=160 if args.restart else 100)
 
 
 if __name__ == "__main__":

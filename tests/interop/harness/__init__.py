@@ -5,7 +5,8 @@ Stdlib only (the aioice test imports aioice itself). Run the scripts with /usr/b
 
   * stun: a small STUN/TURN codec (long-term credentials, MESSAGE-INTEGRITY, FINGERPRINT), also
     used by tests/fuzz/gen_seeds.py;
-  * turn_client: a synchronous UDP TURN client and the STUN Binding readiness probe;
+  * turn_client: a synchronous TURN client over UDP, and over TCP or TLS, and the STUN Binding
+    readiness probe;
   * servers: KturndServer / CoturnServer, context managers that start a server on loopback with
     the same settings, wait until it answers a STUN Binding request, and kill its whole process
     group at the end;
@@ -24,8 +25,8 @@ from .net import (LOOPBACK, LOOPBACK6, RESERVED_PORTS, PodNetwork, ThreeNamespac
 from .procs import Proc, start_udp_echo_peer
 from .runner import TestFailure, check, register_cleanup, register_log, run_test
 from .servers import (REALM, REST_SECRET, STATIC_PASS, STATIC_USER, CoturnServer, KturndServer,
-                      Server, ServerSettings, add_server_args, base64_file, make_server,
-                      self_signed_cert, to_yaml)
+                      Server, ServerSettings, add_server_args, base64_file, ca_signed_certs,
+                      make_server, self_signed_cert, to_yaml)
 from .stun import (
     A_ADDITIONAL_ADDRESS_FAMILY, A_ADDRESS_ERROR_CODE, A_ALTERNATE_DOMAIN, A_ALTERNATE_SERVER,
     A_BANDWIDTH, A_CHANNEL_NUMBER, A_CONNECTION_ID, A_DATA, A_DONT_FRAGMENT, A_ERROR_CODE,
@@ -39,4 +40,4 @@ from .stun import (
     CHANNEL_BIND, CLASS_NAMES, CREATE_PERMISSION, DATA, ERROR, FINGERPRINT_XOR, INDICATION,
     MAGIC_COOKIE, METHOD_NAMES, REFRESH, REQUEST, SEND, SUCCESS, StunMessage, is_channel_data,
     long_term_key, pack_xor_address, rest_credentials, unpack_address, unpack_xor_address)
-from .turn_client import TurnClient, stun_binding_probe
+from .turn_client import StreamTurnClient, TurnClient, insecure_tls, stun_binding_probe

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .net import LOOPBACK, free_port, relay_port_range
 from .procs import Proc
@@ -79,6 +79,34 @@ def self_signed_cert(common_name: str = "localhost") -> Tuple[str, str]:
     check(r.returncode == 0, f"openssl req failed: {r.stderr.strip()}")
     register_cleanup(lambda: shutil.rmtree(d, ignore_errors=True))
     return cert, key
+
+
+def ca_signed_certs(names: Sequence[str]) -> Tuple[str, Dict[str, Tuple[str, str]]]:
+    """A fresh test CA and an ECDSA P-256 certificate from it for each DNS name in `names` (its
+    only subjectAltName): (ca.pem path, {name: (cert.pem path, key.pem path)}). For tests that
+    verify certificates by name, as a browser does."""
+    d = tempfile.mkdtemp(prefix="kturn-interop-ca-")
+    register_cleanup(lambda: shutil.rmtree(d, ignore_errors=True))
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+
+    def openssl(*args: str) -> None:
+        r = subprocess.run(["openssl", *args], capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, f"openssl {args[0]} failed: {r.stderr.strip()}")
+
+    ca, ca_key = os.path.join(d, "ca.pem"), os.path.join(d, "ca.key")
+    openssl("req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "2",
+            "-subj", "/CN=kturn interop test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign")
+    out = {}
+    for i, name in enumerate(names):
+        cert, key, csr, ext = (os.path.join(d, f"{i}.{x}") for x in ("pem", "key", "csr", "ext"))
+        with open(ext, "w") as f:
+            f.write(f"subjectAltName=DNS:{name}\n")
+        openssl("req", "-new", *ec, "-keyout", key, "-out", csr, "-subj", f"/CN={name}")
+        openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial",
+                "-out", cert, "-days", "2", "-extfile", ext)
+        out[name] = (cert, key)
+    return ca, out
 
 
 def base64_file(path: str) -> str:

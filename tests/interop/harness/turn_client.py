@@ -1,9 +1,10 @@
-"""A synchronous UDP TURN client (enough for negative tests; not meant to be fast) and the STUN
-Binding probe that tells when a server is ready."""
+"""A synchronous UDP TURN client (enough for negative tests; not meant to be fast), the same
+over a TCP or TLS connection, and the STUN Binding probe that tells when a server is ready."""
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import time
 from typing import Callable, List, Optional, Tuple
@@ -161,6 +162,56 @@ class TurnClient:
             self.received.append(pkt)
         out, self.received = self.received, []
         return out
+
+
+
+class StreamTurnClient(TurnClient):
+    """TurnClient over a TCP connection, or TLS with `tls` (an ssl.SSLContext; server_hostname
+    the name its certificate is verified against when the context checks host names): STUN
+    messages back to back on the stream (RFC 8489 section 6.2.2). A handshake that fails
+    raises ssl.SSLError, for the test to tell apart."""
+
+    def __init__(self, server: Tuple[str, int], username: str, password: str,
+                 tls: Optional[ssl.SSLContext] = None, server_hostname: Optional[str] = None,
+                 timeout: float = 3.0):
+        super().__init__(server, username, password)
+        self.sock.close()
+        sock = socket.create_connection(server, timeout=timeout)
+        if tls is not None:
+            try:
+                sock = tls.wrap_socket(sock, server_hostname=server_hostname)
+            except BaseException:
+                sock.close()
+                raise
+        self.sock = sock
+        self.buf = b""
+
+    def _read(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            data = self.sock.recv(65536)
+            if not data:
+                raise TestFailure(f"{self.server}: connection closed")
+            self.buf += data
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _transact(self, msg: StunMessage, key: Optional[bytes]) -> StunMessage:
+        self.sock.sendall(msg.encode(key=key))
+        for _ in range(8):
+            header = self._read(20)
+            length = struct.unpack("!H", header[2:4])[0]
+            resp = StunMessage.decode(header + self._read(length))
+            if resp is not None and resp.tid == msg.tid and resp.cls in (SUCCESS, ERROR):
+                return resp
+        raise TestFailure(f"no answer to {METHOD_NAMES.get(msg.method)} on {self.server}")
+
+
+def insecure_tls() -> ssl.SSLContext:
+    """A TLS client context that accepts any certificate (the tests' self-signed ones)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
 
 def stun_binding_probe(addr: Tuple[str, int], timeout: float = 0.3) -> Optional[Tuple[str, int]]:

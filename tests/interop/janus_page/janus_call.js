@@ -24,10 +24,16 @@
 //   answer      offer sent, waiting for Janus's answer on the long poll
 //   connecting  ICE (browser relay <-> Janus host, through the TURN server), DTLS-SRTP
 //   call        connected: media flows for `seconds`; getStats() sampled at half-time and end
-// then "done". The promise never rejects: it resolves to a plain object
-//   {ok, phase, error?, samples: [stats, stats] (see summarize()), events: [Janus event
-//    names], remoteTracks: [kinds], candidates: [...], candidateErrors: [...],
-//    answerCandidates: [Janus's a=candidate lines], ice?: {...} on failure, seconds, log: [...]}
+// then "done". With params.restart (an ICE restart when the path is lost; see restartIce()),
+// the call phase instead samples once, waits for ICE to report the path lost, and runs
+//   restart     a new offer with fresh ICE credentials and fresh relay candidates (trickled to
+//               Janus), Janus's answer, ICE connected again, inbound RTP growing again
+// before `seconds` more of media sampled at their start and end; result.restart holds the
+// wall-clock times (Date.now(), ms) of each step. The promise never rejects: it resolves to a plain object
+//   {ok, phase, error?, samples: [stats, stats] (see summarize(); with params.restart three:
+//    before the loss, when media came back, at the end), events: [Janus event names],
+//    remoteTracks: [kinds], candidates: [...], candidateErrors: [...], answerCandidates:
+//    [Janus's a=candidate lines], restart?: {...}, ice?: {...} on failure, seconds, log: [...]}
 // and window.janusProgress is the same object while the call runs (what a caller reads when
 // its own bound runs out first).
 
@@ -43,6 +49,15 @@ function withTimeout(promise, ms, what) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// A promise with its resolve and reject, settled once (later calls are no-ops); its rejection
+// is handled, so one nobody waits for raises nothing.
+function slot() {
+  const s = {};
+  s.promise = new Promise((resolve, reject) => { s.resolve = resolve; s.reject = reject; });
+  s.promise.catch(() => {});
+  return s;
+}
 
 // How long gathering may go on after the first relay candidate before the offer goes out.
 const GATHER_SETTLE_MS = 1000;
@@ -102,7 +117,8 @@ async function summarize(pc) {
 }
 
 // params: {iceServer: RTCIceServer, janusUrl, seconds (of media), stepTimeoutMs (bounds each
-// wait: getUserMedia, each request, gathering, the answer, connecting)}.
+// wait: getUserMedia, each request, gathering, the answer, connecting), restart?: {lostMs,
+// recoverMs} (see restartIce())}.
 async function janusCall(params) {
   const t0 = performance.now();
   const result = {ok: false, phase: "media", samples: [], events: [], remoteTracks: [],
@@ -150,14 +166,10 @@ async function janusCall(params) {
     const handleUrl = `${sessionUrl}/${handle.data.id}`;
     log(`session ${session.data.id}, echotest handle ${handle.data.id}`);
 
-    // Janus's events, read by one long poll at a time until the call ends; the answer is
-    // handed over through `answered`. Bounded: polling stops with the call, and a poll that
-    // fails ends the loop.
-    let onAnswer;
-    let onPollFailed;
-    const answered = new Promise((resolve, reject) => { onAnswer = resolve;
-                                                        onPollFailed = reject; });
-    answered.catch(() => {});
+    // Janus's events, read by one long poll at a time until the call ends; an answer is
+    // handed over through `answer`, one slot per offer sent. Bounded: polling stops with the
+    // call, and a poll that fails ends the loop.
+    let answer = slot();
     (async () => {
       for (let polls = 0; polling && polls < 1000; polls++) {
         let ev;
@@ -165,7 +177,7 @@ async function janusCall(params) {
           // Janus answers a long poll with a keepalive after 30 s without events.
           ev = await janus(`${sessionUrl}?maxev=1&rid=${Date.now()}`, null, "GET", 35000);
         } catch (err) {
-          if (polling) { log(`long poll: ${err}`); onPollFailed(err); }
+          if (polling) { log(`long poll: ${err}`); answer.reject(err); }
           return;
         }
         if (ev.janus === "keepalive") continue;
@@ -173,8 +185,8 @@ async function janusCall(params) {
         log(`janus event: ${ev.janus} ${data}${ev.type ? " " + ev.type : ""}` +
             `${ev.receiving !== undefined ? " receiving " + ev.receiving : ""}`);
         result.events.push(ev.janus + (ev.type ? `:${ev.type}` : ""));
-        if (ev.jsep) onAnswer(ev.jsep);
-        if (ev.janus === "hangup") onPollFailed(new Error(`Janus hung up: ${ev.reason}`));
+        if (ev.jsep) answer.resolve(ev.jsep);
+        if (ev.janus === "hangup") answer.reject(new Error(`Janus hung up: ${ev.reason}`));
       }
     })();
 
@@ -194,6 +206,8 @@ async function janusCall(params) {
     pc.onicegatheringstatechange = () => {
       if (pc.iceGatheringState === "complete") onGathered("complete");
     };
+    // During an ICE restart each new candidate also goes to restartCandidate (restartIce()).
+    let restartCandidate = null;
     pc.onicecandidate = (e) => {
       if (e.candidate && e.candidate.candidate) {
         log(`candidate: ${e.candidate.candidate}`);
@@ -201,13 +215,20 @@ async function janusCall(params) {
         if (result.candidates.length === 1) {
           setTimeout(() => onGathered("settled"), GATHER_SETTLE_MS);
         }
+        if (restartCandidate) restartCandidate(e.candidate);
+      } else if (restartCandidate) {
+        restartCandidate(null);  // gathering complete
       }
     };
     pc.onicecandidateerror = (e) => {
       log(`icecandidateerror: ${e.url} ${e.errorCode} ${e.errorText}`);
       result.candidateErrors.push({url: e.url, code: e.errorCode, text: e.errorText});
     };
-    pc.oniceconnectionstatechange = () => log(`ice: ${pc.iceConnectionState}`);
+    const iceStates = [];  // [Date.now(), state], every change
+    pc.oniceconnectionstatechange = () => {
+      log(`ice: ${pc.iceConnectionState}`);
+      iceStates.push([Date.now(), pc.iceConnectionState]);
+    };
     pc.onconnectionstatechange = () => {
       log(`connection: ${pc.connectionState}`);
       if (pc.connectionState === "failed") {
@@ -239,10 +260,100 @@ async function janusCall(params) {
                                         jsep: {type: "offer", sdp: pc.localDescription.sdp}});
     log(`offer sent: ${ack.janus}`);
     await janus(handleUrl, {janus: "trickle", candidate: {completed: true}});
-    const jsep = await withTimeout(answered, step, "Janus's answer");
+    const jsep = await withTimeout(answer.promise, step, "Janus's answer");
     result.answerCandidates = jsep.sdp.split(/\r?\n/).filter((l) => l.startsWith("a=candidate"));
     log(`answer candidates: ${result.answerCandidates.join(" | ")}`);
     await pc.setRemoteDescription(jsep);
+
+    // The ICE restart of params.restart = {lostMs, recoverMs}: waits up to lostMs for ICE to
+    // report the path lost ("disconnected" or "failed": the TURN server or its route is gone),
+    // then restarts as a browser application would: restartIce(), a new offer (fresh ICE
+    // credentials, a fresh allocation at the TURN server the ICE server's address reaches
+    // now), sent to Janus at once with each relay candidate trickled after it (Janus uses the
+    // candidates of a renegotiated SDP only when they come as trickles), Janus's answer; then
+    // polls getStats until inbound RTP of every kind grows again, all within recoverMs of the
+    // loss.
+    // Throws if any of that does not happen in time; result.restart says how far it got.
+    async function restartIce(bounds) {
+      const r = {iceStates};
+      result.restart = r;
+      const lostStates = ["disconnected", "failed"];
+      if (!lostStates.includes(pc.iceConnectionState)) {
+        await withTimeout(new Promise((resolve) => pc.addEventListener(
+            "iceconnectionstatechange", () => {
+              if (lostStates.includes(pc.iceConnectionState)) resolve();
+            })), bounds.lostMs, "ICE to report the path lost");
+      }
+      r.lostAt = Date.now();
+      // RTP packets received by kind; media is back when every kind grows again (the first
+      // packet of each also counts the outage's gap in its packetsLost).
+      const inbound = (sample) => Object.fromEntries(Object.entries(sample.inbound)
+          .map(([kind, s]) => [kind, s.packetsReceived || 0]));
+      r.packetsAtLoss = inbound(await summarize(pc));
+      const flowing = (now) => Object.entries(r.packetsAtLoss)
+          .every(([kind, count]) => (now[kind] || 0) > count);
+      enter("restart");
+      const deadline = r.lostAt + bounds.recoverMs;
+      const left = () => Math.max(1, deadline - Date.now());
+
+      // Candidates gathered before Janus has the offer wait in `queued`.
+      const queued = [];
+      let sendCandidate = (c) => queued.push(c);
+      const fresh = [];
+      let trickles = Promise.resolve();
+      let gatheringDone;
+      const gathered = new Promise((resolve) => { gatheringDone = resolve; });
+      restartCandidate = (c) => {
+        if (c === null) { gatheringDone(); return; }
+        if (fresh.length === 0) {
+          r.candidateAt = Date.now();
+          setTimeout(gatheringDone, GATHER_SETTLE_MS);
+        }
+        fresh.push(c.candidate);
+        sendCandidate(c);
+      };
+      pc.restartIce();
+      await pc.setLocalDescription(await pc.createOffer({iceRestart: true}));
+      r.offerAt = Date.now();
+      answer = slot();
+      const ack = await janus(handleUrl, {janus: "message",
+                                          body: {audio: true, video: true},
+                                          jsep: {type: "offer", sdp: pc.localDescription.sdp}},
+                             "POST", left());
+      log(`restart offer sent: ${ack.janus}`);
+      sendCandidate = (c) => {
+        trickles = trickles.then(() => janus(handleUrl, {janus: "trickle", candidate: {
+          candidate: c.candidate, sdpMid: c.sdpMid, sdpMLineIndex: c.sdpMLineIndex}},
+                                             "POST", left()));
+      };
+      queued.splice(0).forEach(sendCandidate);
+      const jsep = await withTimeout(answer.promise, left(), "Janus's answer to the restart");
+      r.answerAt = Date.now();
+      await pc.setRemoteDescription(jsep);
+      await withTimeout(gathered, left(), "a fresh relay candidate");
+      trickles = trickles.then(() => janus(handleUrl, {janus: "trickle",
+                                                       candidate: {completed: true}},
+                                           "POST", left()));
+      await withTimeout(trickles, left(), "Janus to take the trickled candidates");
+      restartCandidate = null;
+      r.candidates = fresh;
+      log(`restart: ${fresh.length} fresh candidate(s) trickled`);
+      for (;;) {
+        if (["connected", "completed"].includes(pc.iceConnectionState) && !r.connectedAt) {
+          r.connectedAt = Date.now();
+        }
+        if (r.connectedAt && flowing(inbound(await summarize(pc)))) break;
+        if (Date.now() >= deadline) {
+          throw new Error(`no media within ${bounds.recoverMs} ms of the loss after the ICE ` +
+                          `restart (ICE ${pc.iceConnectionState})`);
+        }
+        await sleep(50);
+      }
+      r.mediaAt = Date.now();
+      restartCandidate = null;
+      log(`restart: media again ${r.mediaAt - r.lostAt} ms after ICE reported the loss`);
+      enter("call");
+    }
 
     enter("connecting");
     if (pc.connectionState !== "connected") {
@@ -256,9 +367,17 @@ async function janusCall(params) {
 
     enter("call");
     const half = params.seconds * 500;
-    await Promise.race([sleep(half), failed]);
-    result.samples.push(await summarize(pc));
-    await Promise.race([sleep(half), failed]);
+    if (params.restart) {
+      await sleep(1000);
+      result.samples.push(await summarize(pc));
+      await restartIce(params.restart);
+      result.samples.push(await summarize(pc));
+      await sleep(2 * half);
+    } else {
+      await Promise.race([sleep(half), failed]);
+      result.samples.push(await summarize(pc));
+      await Promise.race([sleep(half), failed]);
+    }
     result.samples.push(await summarize(pc));
     result.ok = true;
     enter("done");

@@ -4,6 +4,8 @@
 //   kturn-auth -c http://stunner-cds:13478                       every gateway's config over CDS
 //   kturn-auth -c http://stunner-cds:13478 --id ns/gateway        one gateway's config over CDS
 //   kturn-auth -c FILE --port 8088 --token-file /var/run/token    bearer-token protected
+//   kturn-auth -c https://cds-a:13478 -c https://cds-b:13478      one per region, each with its
+//       --cds-credentials https://cds-b:13478=TOKEN,CA ...         own token and CA
 //   kturn-auth [--cds-server-namespace stunner-system]              in a cluster, as
 //       stunner-auth-service: the discovery server found through the Kubernetes API (the pod
 //       labelled stunner.l7mp.io/config-discovery-service=enabled), or --cds-server-address
@@ -19,6 +21,7 @@
 #include "admin/admin_server.h"
 #include "auth/auth_handlers.h"
 #include "auth/config_follower.h"
+#include "auth/origin_credentials.h"
 #include "auth/token_file.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -30,6 +33,7 @@ int main(int argc, char** argv) {
   std::string id;
   std::vector<std::string> region_networks;
   std::vector<std::string> region_order;
+  std::vector<std::string> origin_credentials;
   std::string address = "0.0.0.0";
   uint16_t port = 8088;
   std::string token_file;
@@ -51,6 +55,10 @@ int main(int argc, char** argv) {
                  "regions in order of preference, for the ICE servers after the wanted region's "
                  "(comma-separated or repeated)")
       ->delimiter(',');
+  app.add_option("--cds-credentials", origin_credentials,
+                 "<origin>=<token-file>[,<ca-file>]: the token and CA of authenticated config "
+                 "discovery for the -c origin named (each cluster has its own); repeatable, "
+                 "instead of --cds-token-file and --cds-ca-file for that origin");
   app.add_option("-i,--id", id,
                  "with a config discovery server: follow only this gateway, <namespace>/<name> "
                  "(default: every gateway the server holds)");
@@ -75,6 +83,11 @@ int main(int argc, char** argv) {
     spdlog::info("Kubernetes client flags accepted and ignored: {}", fmt::join(ignored, " "));
   }
   if (origins.empty()) origins.push_back("k8s");
+  const auto credentials = kturn::auth::parseOriginCredentials(origin_credentials, origins);
+  if (!credentials) {
+    std::fprintf(stderr, "kturn-auth: %s\n", credentials.error().message.c_str());
+    return 2;
+  }
   for (std::string& origin : origins) {
     if (origin != "k8s") continue;
     auto found = kturn::k8s::discoverConfigDiscoveryServer(discovery);
@@ -117,16 +130,23 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<kturn::auth::ConfigHolder>> holders;
   std::vector<std::unique_ptr<kturn::auth::ConfigFollower>> followers;
   kturn::auth::ConfigSources configs;
-  for (const std::string& origin : origins) {
+  for (std::size_t i = 0; i < origins.size(); ++i) {
+    kturn::auth::ConfigFollowerOptions options{.origin = origins[i],
+                                               .id = id,
+                                               .token_file = discovery.cdsTokenFile,
+                                               .ca_file = discovery.cdsCaFile,
+                                               .ca_pem = discovery.cdsCaPem};
+    if (const auto& own = (*credentials)[i]) {
+      options.token_file = own->token_file;
+      if (!own->ca_file.empty()) {
+        options.ca_file = own->ca_file;
+        options.ca_pem.clear();
+      }
+    }
     holders.push_back(std::make_unique<kturn::auth::ConfigHolder>());
     configs.push_back(holders.back().get());
-    followers.push_back(std::make_unique<kturn::auth::ConfigFollower>(
-        kturn::auth::ConfigFollowerOptions{.origin = origin,
-                                           .id = id,
-                                           .token_file = discovery.cdsTokenFile,
-                                           .ca_file = discovery.cdsCaFile,
-                                           .ca_pem = discovery.cdsCaPem},
-        *holders.back()));
+    followers.push_back(std::make_unique<kturn::auth::ConfigFollower>(std::move(options),
+                                                                      *holders.back()));
     if (auto started = followers.back()->start(); !started) {
       spdlog::critical("{}", started.error().message);
       return 1;

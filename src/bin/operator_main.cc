@@ -125,6 +125,7 @@ struct Flags {
   std::string cdsTlsCaCertSecret;
   std::string cdsTlsCert, cdsTlsKey, cdsTlsCa;
   std::string cdsTlsHosts;
+  std::string cdsTlsExtraHosts;
   bool cdsAllowPlaintext = true;
 };
 
@@ -166,6 +167,10 @@ void addFlags(CLI::App& app, Flags& f) {
   app.add_option("--cds-tls-hosts", f.cdsTlsHosts,
                  "comma-separated names and addresses of the managed serving certificate "
                  "(default: the host of --cds-server-address and its Service name forms)");
+  app.add_option("--cds-tls-extra-hosts", f.cdsTlsExtraHosts,
+                 "comma-separated names and addresses the managed serving certificate carries "
+                 "besides those, e.g. the load balancer address a kturn-auth in another cluster "
+                 "reaches CDS at");
   app.add_option("--cds-allow-plaintext", f.cdsAllowPlaintext,
                  "with TLS: serve the configs of Gateways annotated "
                  "kturn.io/config-discovery-auth: none over plain HTTP too (stunnerd)")
@@ -259,6 +264,7 @@ std::optional<int> configureCdsTls(Flags& f, kturn::k8s::ApiClient& client,
       }
       hosts = kturn::op::cdsServingHosts(host);
     }
+    for (std::string& extra : splitComma(f.cdsTlsExtraHosts)) hosts.push_back(std::move(extra));
     renewer = std::make_unique<kturn::op::CdsCertificateRenewer>(*ca, hosts);
     if (!renewer->first()) {
       logger->critical("CDS serving certificate: {}", renewer->first().error().message);

@@ -704,6 +704,12 @@ class RbacTest(unittest.TestCase):
                                  value(case, "operator", "cds", "tls", "caSecret"))
                 self.assertEqual(operator_args["--cds-tls-ca-cert-secret"], ca["secretName"])
                 self.assertEqual(operator_args["--cds-tls-secret-namespace"], NAMESPACE)
+                # Hosts beyond the Service's names, for clients outside the cluster.
+                extra = value(case, "operator", "cds", "tls", "extraHosts")
+                if extra:
+                    self.assertEqual(operator_args["--cds-tls-extra-hosts"], ",".join(extra))
+                else:
+                    self.assertNotIn("--cds-tls-extra-hosts", operator_args)
         off = helm.objects(helm.template(CHART, RELEASE, NAMESPACE, sets=[
             "operator.cds.auth.enabled=false", "operator.cds.tls.enabled=false"]))
         spec = component(off, "Deployment", f"{RELEASE}-auth")["spec"]["template"]["spec"]

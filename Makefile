@@ -79,6 +79,7 @@ test-cluster: configure
 # kturn in two regions behind one Anycast address and GeoDNS (tests/e2e/run-global.sh, root):
 # docs/operations.md#many-regions.
 test-global: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target kturn-auth
 	@bash tests/e2e/run-global.sh $(BUILD_DIR)
 
 format:

@@ -9,24 +9,29 @@ of tests/e2e/globalnet.py, clients on two continents. make test-global runs it.
      the other region's own address as its alternate), a second LoadBalancer Service with the
      region's own address, and the media echo in the data centre (a StaticService) as the
      route's backend. Each continent's router reaches the Anycast address through its region.
-  2. Nearest region: GeoDNS answers X with region a's address and Y with b's; calls from each
-     continent, by the Anycast address and by the GeoDNS answer, are served in its region
-     (kturnd's session records, and its metrics' region label).
+  2. Nearest region: GeoDNS answers X with region a's address and Y with b's; one kturn-auth in
+     the data centre, following both regions' config discovery (each with its own token and CA),
+     gives each continent's clients their region's ICE servers first and the other's as the
+     fallback; calls from each continent, by the Anycast address and by the GeoDNS answer, are
+     served in its region (kturnd's session records, and its metrics' region label).
   3. A node of region a lost: only its calls are cut; the region stays announced.
   4. Region a down (its nodes cut off its router): the Anycast route is withdrawn and X's new
-     allocations land in region b (both timed); Y's calls lose nothing. Region a back: X's new
+     allocations land in region b (both timed); a WebRTC call of X (headless Chromium, relay
+     only, to Janus in the data centre) recovers by an ICE restart through region b (timed from
+     the loss to media flowing again); Y's calls lose nothing. Region a back: X's new
      allocations return to it, Y's call across the return loses nothing.
   5. Region a full (its pods' capacity marks crossed under a synthetic load): X's new calls are
      redirected to region b's own address (300 Try Alternate) and relay with no loss, while
      every call already in region a keeps flowing (packets sent, echoed, lost per call).
 
-  /usr/bin/python3 tests/e2e/global_test.py --global DIR    (DIR: run-global.sh's folder, with
-                                                              net/, a/ and b/)
+  /usr/bin/python3 tests/e2e/global_test.py --dir DIR --kturn-auth BUILD/kturn-auth
+      (DIR: run-global.sh's folder, with net/, a/ and b/)
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import ipaddress
 import json
 import os
@@ -44,12 +49,15 @@ import cluster_test as ct  # noqa: E402  (the multi-node test's steps and helper
 import e2e_test as e2e  # noqa: E402
 import fabric  # noqa: E402
 import globalnet  # noqa: E402
+import janus  # noqa: E402  (tests/interop/janus.py: the browser's call, Janus, their checks)
 
 h = e2e.h
 cp = e2e.cp
 GW_NS, GW_NAME = e2e.GW_NS, e2e.GW_NAME
 KTURND = ct.KTURND
 ANYCAST_SVC = "turn-anycast"
+CDS_SVC = "cds-public"  # config discovery for the data centre's kturn-auth
+GLOBAL_AUTH_PORT = 8090  # the data centre's kturn-auth (Janus's HTTP API has 8088)
 MEDIA = "dc-media"  # the StaticService of the data centre's media echo
 REPLICAS = {"a": 2, "b": 1}
 HEADROOM = 20  # step 5's capacity mark: this many allocations above what a pod holds already
@@ -65,6 +73,7 @@ class Region:
         self.env = self.c.env
         self.net = fabric.Fabric(self.dir, 0, self.site)
         self.unicast = globalnet.region_unicast(name)
+        self.cds = globalnet.region_cds(name)
         self.pods: List[dict] = []
 
     def node_ips(self) -> Dict[str, str]:
@@ -139,19 +148,33 @@ def gateway_manifests(r: Region, other: Region) -> List[dict]:
 
 def install(r: Region, other: Region, t0: float) -> None:
     c = r.c
-    # The host (the signalling server's stand-in) asks kturn-auth from the region's LAN.
+    # The host (the signalling server's stand-in) asks kturn-auth from the region's LAN; the
+    # data centre's kturn-auth reads config discovery through CDS_SVC, whose address the serving
+    # certificate names.
     auth_from = [{"podSelector": {}}, {"ipBlock": {"cidr": r.site.lan}}]
+    cds_from = [{"ipBlock": {"cidr": fabric.DC_NET}}]
     c.helm("upgrade", "--install", e2e.RELEASE, e2e.CHART, "-n", e2e.SYSTEM_NS,
            "--create-namespace",
            "--wait", "--timeout", "5m", "--set", f"dataplane.replicas={REPLICAS[r.name]}",
            "--set-json", f"dataplane.affinity={json.dumps(ct.anti_affinity())}",
            "--set", "dataplane.enableMetricsEndpoint=true",
            "--set-json", f"networkPolicy.auth.from={json.dumps(auth_from)}",
+           "--set-json", f"networkPolicy.cds.extraFrom={json.dumps(cds_from)}",
+           "--set-json", f"operator.cds.tls.extraHosts={json.dumps([r.cds])}",
            # Readiness never follows the capacity marks: a pod that went unready would take
            # its node's path, and every call on it, off the Anycast route (step 5).
            "--set-json", 'dataplane.args=["-w","--udp-thread-num=2","--force-ready-status"]')
     c.apply(gateway_manifests(r, other))
-    print(f"region {r.name}: chart installed, Gateway applied ({time.monotonic() - t0:.0f} s)")
+    cds = c.get("service", f"{e2e.RELEASE}-config-discovery", e2e.SYSTEM_NS)["spec"]
+    c.apply([{"apiVersion": "v1", "kind": "Service",
+              "metadata": {"name": CDS_SVC, "namespace": e2e.SYSTEM_NS},
+              "spec": {"type": "LoadBalancer", "loadBalancerIP": r.cds,
+                       # The client's address kept, for the CDS port's NetworkPolicy.
+                       "externalTrafficPolicy": "Local", "selector": cds["selector"],
+                       "ports": [{"name": "cds", "protocol": "TCP", "port": 13478,
+                                  "targetPort": 13478}]}}])
+    print(f"region {r.name}: chart installed, Gateway applied, config discovery on {r.cds} "
+          f"({time.monotonic() - t0:.0f} s)")
 
 
 def ready(r: Region) -> None:
@@ -163,9 +186,10 @@ def ready(r: Region) -> None:
     if REPLICAS[r.name] > 1:
         h.check(len({p["spec"]["nodeName"] for p in r.pods}) == REPLICAS[r.name],
                 f"region {r.name}'s kturnd pods share a node")
-    for address, svc in ((r.unicast, GW_NAME), (fabric.ANYCAST, ANYCAST_SVC)):
+    for address, svc, ns in ((r.unicast, GW_NAME, GW_NS), (fabric.ANYCAST, ANYCAST_SVC, GW_NS),
+                             (r.cds, CDS_SVC, e2e.SYSTEM_NS)):
         e2e.wait_for(f"region {r.name}'s LoadBalancer address {address} ({svc})", lambda: (
-            address in json.dumps(c.get("service", svc, GW_NS).get("status", {}))), 90)
+            address in json.dumps(c.get("service", svc, ns).get("status", {}))), 90)
     gw = c.get("gateway", GW_NAME, GW_NS)
     h.check({"type": "IPAddress", "value": r.unicast} in
             gw.get("status", {}).get("addresses", []),
@@ -260,6 +284,86 @@ def credential(r: Region) -> Dict[str, str]:
     h.check(any(f":{r.unicast}:" in url for url in servers[0]["urls"]),
             f"region {r.name}'s ICE servers do not name its own address {r.unicast}")
     return servers[0]
+
+
+class GlobalAuth:
+    """One kturn-auth for both regions, in the data centre (where the signalling server of a
+    global service runs): a -c per region's config discovery, each with a token of its own
+    cluster and its CA (--cds-credentials), each continent's client network mapped to its
+    region (--region-network)."""
+
+    def __init__(self, regions: Dict[str, Region], binary: str, workdir: str):
+        self.url = f"http://{globalnet.DC_IP}:{GLOBAL_AUTH_PORT}"
+        argv = ["ip", "netns", "exec", globalnet.DC_NS, os.path.abspath(binary),
+                "--address", globalnet.DC_IP,
+                "--port", str(GLOBAL_AUTH_PORT), "--id", f"{GW_NS}/{GW_NAME}",
+                "--region-order", ",".join(sorted(regions))]
+        for r in regions.values():
+            origin = f"https://{r.cds}:13478"
+            files = os.path.join(workdir, f"cds-{r.name}")
+            os.makedirs(files, exist_ok=True)
+            # The chart's kturn-auth account may read the Gateway's config; a token of the CDS
+            # audience for it, from the region's own API server.
+            token = r.c.kubectl("create", "token", f"{e2e.RELEASE}-auth", "-n", e2e.SYSTEM_NS,
+                                "--audience", "kturn-cds", "--duration", "1h").strip()
+            ca = r.c.get("secret", "kturn-cds-ca-cert", e2e.SYSTEM_NS)["data"]["ca.crt"]
+            with open(os.path.join(files, "token"), "w") as f:
+                f.write(token + "\n")
+            with open(os.path.join(files, "ca.crt"), "wb") as f:
+                f.write(base64.b64decode(ca))
+            argv += ["-c", origin, "--cds-credentials",
+                     f"{origin}={files}/token,{files}/ca.crt"]
+        for c in globalnet.CONTINENTS:
+            argv += ["--region-network", f"{c.net}={c.region}"]
+        self.proc = h.Proc("kturn-auth-global", argv, workdir)
+        h.register_log(self.proc.log_path)
+        self.proc.start()
+
+    def ice(self, client_ip: str, regions: int) -> List[dict]:
+        """/ice for a client at `client_ip`, as the signalling server asks for it, once the
+        configs of all `regions` have come in (each origin's arrives on its own)."""
+        path = f"/ice?service=turn&username=global-client&client={client_ip}"
+
+        def answer() -> Optional[List[dict]]:
+            out = ct.probe([], path, globalnet.DC_IP, GLOBAL_AUTH_PORT)
+            servers = json.loads(out)["iceServers"] if '"iceServers"' in out else []
+            return servers if len(servers) >= regions else None
+        return e2e.wait_for(f"the data centre's kturn-auth to answer {path} for {regions} "
+                            f"regions", answer, 60)
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+def global_auth(regions: Dict[str, Region], continents: Dict[str, "Continent"], binary: str,
+                workdir: str) -> None:
+    """Each continent's clients get their region's ICE server first and the other region's as
+    the fallback, from the one kturn-auth; both credentials relay in their regions."""
+    auth = GlobalAuth(regions, binary, workdir)
+    try:
+        for c in globalnet.CONTINENTS:
+            x = continents[c.key]
+            home, other = regions[c.region], next(r for r in regions.values()
+                                                  if r.name != c.region)
+            servers = auth.ice(x.ip, len(regions))
+            urls = [s["urls"] for s in servers]
+            print(f"data centre's kturn-auth, /ice for continent {c.key}'s {x.ip}: {urls}")
+            h.check(len(servers) == 2 and
+                    all(f":{home.unicast}:" in u for u in servers[0]["urls"]) and
+                    all(f":{other.unicast}:" in u for u in servers[1]["urls"]),
+                    f"continent {c.key}'s ICE servers {urls}: want region {home.name}'s "
+                    f"{home.unicast} first, then region {other.name}'s {other.unicast}")
+            for server, r in zip(servers, (home, other)):
+                one = call(workdir, x, r.unicast, server, f"ice-{c.key}-{r.name}",
+                           verbose=True)
+                h.check(all(r.holds(ip) for ip in relays_of(one)),
+                        f"continent {c.key}'s call with region {r.name}'s ICE server not "
+                        f"relayed there")
+                one.finish()
+            print(f"  both credentials relay: {home.unicast} in region {home.name}, "
+                  f"{other.unicast} in region {other.name} (the fallback), 0 lost")
+    finally:
+        auth.stop()
 
 
 def call(workdir: str, x: Continent, address: str, cred: Dict[str, str], tag: str,
@@ -367,6 +471,63 @@ def node_of_a_lost(a: Region, x: Continent, workdir: str, cred: Dict[str, str]) 
 
 # --- 4. region a down --------------------------------------------------------------------------
 
+class BrowserCall:
+    """A WebRTC call of a continent in a thread of its own: headless Chromium in the continent's
+    network, relay candidates only through the Anycast address, to Janus's EchoTest in the data
+    centre, recovering by an ICE restart once its path is lost (janus.janus_call(restart=...):
+    up to `lost_within` s for ICE to see the loss, `recover_within` s from it for media again),
+    then `seconds` more of media."""
+
+    def __init__(self, x: Continent, janus_url: str, cred: Dict[str, str], workdir: str,
+                 seconds: float = 8.0, lost_within: float = 40.0, recover_within: float = 40.0):
+        self.in_call = threading.Event()
+        self.progress: dict = {}
+        self.result: Optional[dict] = None
+        self.error: Optional[BaseException] = None
+        args = (f"turn:{fabric.ANYCAST}:3478?transport=udp", cred["username"],
+                cred["credential"], janus_url)
+        kwargs = dict(workdir=workdir, netns=x.ns, seconds=seconds,
+                      restart=(lost_within, recover_within),
+                      timeout=90 + seconds + lost_within + recover_within,
+                      on_phase=self.on_phase)
+        self.thread = threading.Thread(target=self.run, args=(args, kwargs), daemon=True)
+        self.thread.start()
+
+    def on_phase(self, phase: str, progress: dict) -> None:
+        if phase == "call" and not self.in_call.is_set():
+            self.progress = progress
+            self.in_call.set()
+
+    def run(self, args: tuple, kwargs: dict) -> None:
+        try:
+            self.result = janus.janus_call(*args, **kwargs)
+        except BaseException as e:  # handed to the test's thread by finish()
+            self.error = e
+        finally:
+            self.in_call.set()  # whoever waits for the call learns that it will not come
+
+    def relays(self, candidates: List[str]) -> List[str]:
+        """The addresses of the relay candidates among `candidates` (a=candidate values)."""
+        return [c.split()[4] for c in candidates if " typ relay" in c]
+
+    def wait_in_call(self, timeout: float) -> List[str]:
+        """Until media flows; returns the call's relay addresses."""
+        h.check(self.in_call.wait(timeout), f"the browser's call not connected in {timeout} s")
+        if not self.progress:
+            self.finish(5)
+            raise h.TestFailure(f"the browser's call ended before it connected: "
+                                f"{self.result and self.result.get('error')}")
+        return self.relays(self.progress.get("candidates", []))
+
+    def finish(self, timeout: float) -> dict:
+        self.thread.join(timeout)
+        h.check(not self.thread.is_alive(), f"the browser's call still running after {timeout} s")
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
 def region_down(regions: Dict[str, Region], continents: Dict[str, Continent], workdir: str,
                 cred: Dict[str, str]) -> Dict[str, float]:
     print("--- 4. region a down")
@@ -376,6 +537,9 @@ def region_down(regions: Dict[str, Region], continents: Dict[str, Continent], wo
     # Calls in progress on both continents: X's in region a (to be cut), Y's in region b, long
     # enough to run across region a's loss and its return.
     messages, interval = 3000, 20  # 60 s
+    jan = janus.JanusServer(workdir, globalnet.DC_IP, globalnet.DC_NS).start()
+    h.register_cleanup(jan.stop)
+    browser = BrowserCall(x, jan.url, cred, workdir)
     x_calls = [call(workdir, x, fabric.ANYCAST, cred, f"down-x-{i}", messages, interval, True)
                for i in range(2)]
     y_calls = [call(workdir, y, fabric.ANYCAST, cred, f"down-y-{i}", messages, interval, True)
@@ -387,6 +551,12 @@ def region_down(regions: Dict[str, Region], continents: Dict[str, Continent], wo
     for each in x_calls + y_calls:
         op_wait(f"call {each.tag} relaying", lambda: re.search(
             r"tot_recv_msgs=[1-9]", each.proc.output()), 20, interval=0.2)
+    relays = browser.wait_in_call(120)
+    h.check(relays and all(a.holds(ip) for ip in relays),
+            f"the browser's relay candidates {relays} are not all in region a")
+    time.sleep(2.0)  # media flowing; the page samples it 1 s into the call
+    print(f"continent x's browser in a call with Janus ({globalnet.DC_IP}) through region a's "
+          f"relay {relays}")
     watch = PathWatch(x, fabric.ANYCAST)
     ports = [f"n{ct.node_index(n)}" for n in a.node_ips()]
     # Whatever happens below, region a's nodes get their links back.
@@ -416,6 +586,23 @@ def region_down(regions: Dict[str, Region], continents: Dict[str, Continent], wo
     after = call(workdir, x, fabric.ANYCAST, cred, "down-x-after", verbose=True)
     h.check(all(b.holds(ip) for ip in relays_of(after)), "continent x's new call not in b")
     after.finish()
+    # The browser's call, back through region b, ends before region a returns: the Anycast
+    # route's return would move it back, and cut it again.
+    result = browser.finish(150)
+    jan.check_alive()
+    n = janus.check_restart(result, "udp", globalnet.DC_IP)
+    fresh = browser.relays(n["restart_candidates"])
+    h.check(fresh and all(b.holds(ip) for ip in fresh)
+            and b.holds(n["pair"]["local"].get("address") or "0.0.0.0"),
+            f"the browser's restart: relay candidates {fresh}, selected pair {n['pair']}; want "
+            f"region b's")
+    steps = {k: v - down_at for k, v in n["restart"].items()}
+    numbers["ICE restart: loss seen"] = steps["lost"]
+    numbers["ICE restart: media again"] = steps["media"]
+    print(f"continent x's browser: ICE restart through region b's relay {fresh}: " + ", ".join(
+        f"{k} {v:+.2f} s" for k, v in steps.items()) + " after region a went down")
+    print(f"  after the restart: {janus.describe(n)}")
+    jan.stop()
     # Region a back, Y's calls still in progress.
     back_at = time.time()
     for port in ports:
@@ -614,6 +801,7 @@ def body(args: argparse.Namespace, workdir: str) -> None:
     down: Dict[str, float] = {}
     if args.from_step <= 2:
         nearest(regions, continents, workdir, cred)
+        global_auth(regions, continents, args.kturn_auth, workdir)
         timings["nearest region"] = time.monotonic() - t0
     if args.from_step <= 3:
         lost = node_of_a_lost(regions["a"], continents["x"], workdir, cred)
@@ -645,6 +833,8 @@ def cost(top: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--dir", required=True, help="run-global.sh's folder (net/, a/, b/)")
+    ap.add_argument("--kturn-auth", default=os.path.join(e2e.REPO, "build", "kturn-auth"),
+                    help="the kturn-auth binary the data centre runs for both regions")
     ap.add_argument("--server", default="kturnd")
     ap.add_argument("--keep-logs", action="store_true")
     ap.add_argument("--from-step", type=int, default=0,

@@ -149,6 +149,14 @@ def region_unicast(region: str) -> str:
     return str(ipaddress.ip_network(pool)[10])
 
 
+def region_cds(region: str) -> str:
+    """The address of the region's config discovery (a LoadBalancer Service over its operator's
+    pods), where a kturn-auth serving both regions reaches it: the eleventh of its unicast
+    pool."""
+    pool = dict((name, cidr) for name, cidr, _ in fabric.REGIONS[region].pools)["unicast"]
+    return str(ipaddress.ip_network(pool)[11])
+
+
 class Net(cp.ComponentGroup):
     def __init__(self, dirpath: str, tools: str = ""):
         self.dir = os.path.abspath(dirpath)

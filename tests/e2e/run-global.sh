@@ -11,7 +11,7 @@
 #    clients, the data centre with GeoDNS and the media echo;
 # 4. region a (2 nodes) and region b (1 node), each a cluster of its own
 #    (tests/e2e/cluster.py up --site a|b) whose router peers with its continent's;
-# 5. the test;
+# 5. the test (with the build's kturn-auth, serving both regions from the data centre);
 # 6. all of it taken down, also when a step failed or the run was interrupted.
 #
 # Root: the nodes need it. Each step prints its time.
@@ -50,4 +50,4 @@ for region in a b; do
   step "region $region up" python3 tests/e2e/cluster.py up --dir "$dir/$region" --site "$region" \
     --nodes "$nodes" --tools "$build/test-tools" --images "$build/images" --owner $$
 done
-step "test" /usr/bin/python3 tests/e2e/global_test.py --dir "$dir"
+step "test" /usr/bin/python3 tests/e2e/global_test.py --dir "$dir" --kturn-auth "$build/kturn-auth"

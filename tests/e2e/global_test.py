@@ -473,10 +473,11 @@ def node_of_a_lost(a: Region, x: Continent, workdir: str, cred: Dict[str, str]) 
 
 class BrowserCall:
     """A WebRTC call of a continent in a thread of its own: headless Chromium in the continent's
-    network, relay candidates only through the Anycast address, to Janus's EchoTest in the data
-    centre, recovering by an ICE restart once its path is lost (janus.janus_call(restart=...):
-    up to `lost_within` s for ICE to see the loss, `recover_within` s from it for media again),
-    then `seconds` more of media."""
+    network, relay candidates only through the Anycast address, which it resolves by name
+    through GeoDNS (the namespace's resolv.conf), to Janus's EchoTest in the data centre,
+    recovering by an ICE restart once its path is lost (janus.janus_call(restart=...): up to
+    `lost_within` s for ICE to see the loss, `recover_within` s from it for media again), then
+    `seconds` more of media."""
 
     def __init__(self, x: Continent, janus_url: str, cred: Dict[str, str], workdir: str,
                  seconds: float = 8.0, lost_within: float = 40.0, recover_within: float = 40.0):
@@ -484,8 +485,8 @@ class BrowserCall:
         self.progress: dict = {}
         self.result: Optional[dict] = None
         self.error: Optional[BaseException] = None
-        args = (f"turn:{fabric.ANYCAST}:3478?transport=udp", cred["username"],
-                cred["credential"], janus_url)
+        self.url = f"turn:{globalnet.ANYCAST_NAME}:3478?transport=udp"
+        args = (self.url, cred["username"], cred["credential"], janus_url)
         kwargs = dict(workdir=workdir, netns=x.ns, seconds=seconds,
                       restart=(lost_within, recover_within),
                       timeout=90 + seconds + lost_within + recover_within,
@@ -555,8 +556,8 @@ def region_down(regions: Dict[str, Region], continents: Dict[str, Continent], wo
     h.check(relays and all(a.holds(ip) for ip in relays),
             f"the browser's relay candidates {relays} are not all in region a")
     time.sleep(2.0)  # media flowing; the page samples it 1 s into the call
-    print(f"continent x's browser in a call with Janus ({globalnet.DC_IP}) through region a's "
-          f"relay {relays}")
+    print(f"continent x's browser ({browser.url}) in a call with Janus ({globalnet.DC_IP}) "
+          f"through region a's relay {relays}")
     watch = PathWatch(x, fabric.ANYCAST)
     ports = [f"n{ct.node_index(n)}" for n in a.node_ips()]
     # Whatever happens below, region a's nodes get their links back.

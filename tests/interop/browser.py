@@ -33,6 +33,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import http.server
+import ipaddress
 import json
 import os
 import select
@@ -63,10 +64,21 @@ BASE_FLAGS = (
 
 def host_resolver_rules(reachable_hosts: Sequence[str] = ()) -> str:
     """Every host name (and IP literal Chromium resolves) NOTFOUND but localhost, 127.0.0.1 and
-    reachable_hosts."""
-    hosts = ["localhost", "127.0.0.1"] + [x for x in reachable_hosts
-                                          if x not in ("localhost", "127.0.0.1")]
+    reachable_hosts. A name is excluded in its rooted form too: WebRTC asks the resolver for
+    "turn.example." (with the final dot), which a rule for "turn.example" does not match."""
+    hosts = ["localhost", "127.0.0.1"]
+    for x in reachable_hosts:
+        rooted = [] if _is_ip(x) or x.endswith(".") else [x + "."]
+        hosts += [h for h in [x, *rooted] if h not in hosts]
     return "--host-resolver-rules=MAP * ~NOTFOUND" + "".join(f", EXCLUDE {x}" for x in hosts)
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return False
 
 
 class DevToolsPipe:

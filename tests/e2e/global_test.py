@@ -293,7 +293,6 @@ class GlobalAuth:
     region (--region-network)."""
 
     def __init__(self, regions: Dict[str, Region], binary: str, workdir: str):
-        self.url = f"http://{globalnet.DC_IP}:{GLOBAL_AUTH_PORT}"
         argv = ["ip", "netns", "exec", globalnet.DC_NS, os.path.abspath(binary),
                 "--address", globalnet.DC_IP,
                 "--port", str(GLOBAL_AUTH_PORT), "--id", f"{GW_NS}/{GW_NAME}",
@@ -335,7 +334,7 @@ class GlobalAuth:
         self.proc.stop()
 
 
-def global_auth(regions: Dict[str, Region], continents: Dict[str, "Continent"], binary: str,
+def global_auth(regions: Dict[str, Region], continents: Dict[str, Continent], binary: str,
                 workdir: str) -> None:
     """Each continent's clients get their region's ICE server first and the other region's as
     the fallback, from the one kturn-auth; both credentials relay in their regions."""
@@ -348,7 +347,7 @@ def global_auth(regions: Dict[str, Region], continents: Dict[str, "Continent"], 
             servers = auth.ice(x.ip, len(regions))
             urls = [s["urls"] for s in servers]
             print(f"data centre's kturn-auth, /ice for continent {c.key}'s {x.ip}: {urls}")
-            h.check(len(servers) == 2 and
+            h.check(len(servers) == len(regions) and
                     all(f":{home.unicast}:" in u for u in servers[0]["urls"]) and
                     all(f":{other.unicast}:" in u for u in servers[1]["urls"]),
                     f"continent {c.key}'s ICE servers {urls}: want region {home.name}'s "

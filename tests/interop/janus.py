@@ -279,8 +279,9 @@ def janus_call(turn_url: str, username: str, credential: str, janus_http_url: st
     connected, the call waits up to lost_within s for ICE to report its path lost, then
     recovers by an ICE restart within recover_within s of the loss (janus_call.js,
     restartIce(); check_restart() says what a recovered call shows). on_phase(phase, progress)
-    is called, from this thread, with each phase the page enters and its progress object
-    (window.janusProgress) then."""
+    is called, from this thread, with each phase the page is seen in (polled every 0.1 s: a
+    phase shorter than that may pass unseen) and its progress object (window.janusProgress)
+    then."""
     ice_server = {"urls": [turn_url], "username": username, "credential": credential}
     params = {"iceServer": ice_server, "janusUrl": "/janus", "seconds": seconds,
               "stepTimeoutMs": int(step_timeout * 1000)}
@@ -323,7 +324,7 @@ def janus_call(turn_url: str, username: str, credential: str, janus_http_url: st
 
 def _wait_for_result(page: browser.Page, timeout: float,
                      on_phase: Optional[Callable[[str, dict], None]]) -> None:
-    """Until the page's call ended (window.janusResult), telling on_phase each phase entered."""
+    """Until the page's call ended (window.janusResult), telling on_phase each phase seen."""
     if on_phase is None:
         page.wait_for("window.janusResult", timeout=timeout, what="the call to end")
         return

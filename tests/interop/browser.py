@@ -69,7 +69,7 @@ def host_resolver_rules(reachable_hosts: Sequence[str] = ()) -> str:
     hosts = ["localhost", "127.0.0.1"]
     for x in reachable_hosts:
         rooted = [] if _is_ip(x) or x.endswith(".") else [x + "."]
-        hosts += [h for h in [x, *rooted] if h not in hosts]
+        hosts += [name for name in [x, *rooted] if name not in hosts]
     return "--host-resolver-rules=MAP * ~NOTFOUND" + "".join(f", EXCLUDE {x}" for x in hosts)
 
 

@@ -29,9 +29,9 @@ Result<std::vector<std::optional<OriginCredentials>>> parseOriginCredentials(
                        "--cds-credentials " + value + ": an empty file name");
     }
     if (out[*match]) {
+      const std::string& origin = origins[*match];
       return makeError(Error::Code::kInvalidArgument,
-                       "--cds-credentials " + value + ": origin " + origins[*match] +
-                           " has credentials already");
+                       "--cds-credentials " + value + ": origin " + origin + " named twice");
     }
     out[*match] = std::move(credentials);
   }

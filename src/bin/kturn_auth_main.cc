@@ -145,8 +145,8 @@ int main(int argc, char** argv) {
     }
     holders.push_back(std::make_unique<kturn::auth::ConfigHolder>());
     configs.push_back(holders.back().get());
-    followers.push_back(std::make_unique<kturn::auth::ConfigFollower>(std::move(options),
-                                                                      *holders.back()));
+    followers.push_back(
+        std::make_unique<kturn::auth::ConfigFollower>(std::move(options), *holders.back()));
     if (auto started = followers.back()->start(); !started) {
       spdlog::critical("{}", started.error().message);
       return 1;

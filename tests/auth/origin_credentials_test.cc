@@ -5,14 +5,13 @@
 namespace kturn::auth {
 namespace {
 
-const std::vector<std::string> kOrigins = {"https://10.252.1.11:13478",
-                                           "https://10.252.2.11:13478", "file:///etc/a=b.yaml"};
+const std::vector<std::string> kOrigins = {"https://10.252.1.11:13478", "https://10.252.2.11:13478",
+                                           "file:///etc/a=b.yaml"};
 
 TEST(ParseOriginCredentials, EachOriginGetsItsOwnFilesByIndex) {
-  auto parsed = parseOriginCredentials(
-      {"https://10.252.2.11:13478=/run/b/token,/run/b/ca.crt",
-       "https://10.252.1.11:13478=/run/a/token"},
-      kOrigins);
+  auto parsed = parseOriginCredentials({"https://10.252.2.11:13478=/run/b/token,/run/b/ca.crt",
+                                        "https://10.252.1.11:13478=/run/a/token"},
+                                       kOrigins);
   ASSERT_TRUE(parsed) << parsed.error().message;
   ASSERT_EQ(parsed->size(), 3u);
   ASSERT_TRUE((*parsed)[0]);
@@ -52,7 +51,7 @@ TEST(ParseOriginCredentials, ErrorsNameTheValue) {
   ASSERT_FALSE(twice);
   EXPECT_EQ(twice.error().message,
             "--cds-credentials https://10.252.1.11:13478=/u: origin https://10.252.1.11:13478 "
-            "has credentials already");
+            "named twice");
 }
 
 TEST(ParseOriginCredentials, NoValuesNoCredentials) {

@@ -350,7 +350,6 @@ async function janusCall(params) {
         await sleep(50);
       }
       r.mediaAt = Date.now();
-      restartCandidate = null;
       log(`restart: media again ${r.mediaAt - r.lostAt} ms after ICE reported the loss`);
       enter("call");
     }

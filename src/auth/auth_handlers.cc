@@ -96,6 +96,20 @@ admin::Handler turnAuthHandler(ConfigSources configs, AuthHandlerOptions options
       };
 }
 
+admin::Handler liveHandler() {
+  return [](const admin::Request&) { return admin::Response{.status = 200, .body = "ok\n"}; };
+}
+
+admin::Handler readyHandler(std::function<std::vector<std::string>()> unready) {
+  return [unready = std::move(unready)](const admin::Request&) {
+    const std::vector<std::string> reasons = unready();
+    if (reasons.empty()) return admin::Response{.status = 200, .body = "ok\n"};
+    std::string body;
+    for (const std::string& reason : reasons) body += reason + "\n";
+    return admin::Response{.status = 503, .body = std::move(body)};
+  };
+}
+
 admin::Handler iceAuthHandler(ConfigSources configs, AuthHandlerOptions options) {
   return
       [configs = std::move(configs), options = std::move(options)](const admin::Request& request) {

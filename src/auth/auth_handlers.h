@@ -9,6 +9,11 @@
 // 404 when no listener is selected, 500 when no config is held (none arrived yet, or every one
 // was deleted) or no selected gateway can mint a credential. Error bodies are JSON
 // {"code":<status>,"message":"..."}.
+//
+// kturn adds the probes of its chart: GET /live (200 while the process serves) and GET /ready
+// (200 once every origin's state has been read; 503 before that and while shutting down, so a
+// rolled pod takes requests only when it can answer them and leaves the Service before it
+// stops answering).
 #pragma once
 
 #include <chrono>
@@ -38,6 +43,10 @@ struct AuthHandlerOptions {
 using ConfigSources = std::vector<const ConfigHolder*>;
 
 admin::Handler turnAuthHandler(ConfigSources configs, AuthHandlerOptions options);
+admin::Handler liveHandler();
+// `unready()` names what keeps the service from being ready, one reason each (an origin not
+// read yet, a shutdown in progress); nothing: ready. Called on the server's thread.
+admin::Handler readyHandler(std::function<std::vector<std::string>()> unready);
 admin::Handler iceAuthHandler(ConfigSources configs, AuthHandlerOptions options);
 // One origin.
 inline admin::Handler turnAuthHandler(const ConfigHolder& configs, AuthHandlerOptions options) {

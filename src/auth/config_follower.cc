@@ -5,6 +5,7 @@
 #include "cds/cds_client.h"
 #include "cds/cds_list_client.h"
 #include "cds/origin.h"
+#include "cds/protocol.h"
 #include "config/config_source.h"
 #include "net/file_watcher.h"
 
@@ -25,8 +26,11 @@ Result<void> ConfigFollower::reload() {
 }
 
 Result<void> ConfigFollower::watchOne() {
+  // A deleted Gateway mints no more credentials (kturnd relays on with its config; kturn-auth
+  // does not hand out credentials for it): the zero config is delivered, not suppressed.
   auto client = cds::CdsClient::create({.origin = options_.origin,
                                         .id = options_.id,
+                                        .suppress_delete = false,
                                         .tls_ca_file = options_.ca_file,
                                         .tls_ca_pem = options_.ca_pem,
                                         .bearer_token_file = options_.token_file});
@@ -35,6 +39,11 @@ Result<void> ConfigFollower::watchOne() {
   return cds_->watch({
       .on_config =
           [this](config::StunnerConfig config) {
+            if (cds::isConfigDeleted(config)) {
+              spdlog::info("config {} deleted at CDS", config.admin.name);
+              holder_.remove(config.admin.name);
+              return;
+            }
             spdlog::info("config received from CDS (auth: {}, {} listeners)", config.auth.type,
                          config.listeners.size());
             holder_.set(std::move(config));
@@ -73,6 +82,7 @@ Result<void> ConfigFollower::start() {
   }
   if (cds::isCdsOrigin(options_.origin)) return options_.id.empty() ? watchAll() : watchOne();
   if (auto loaded = reload(); !loaded) return loaded;
+  loaded_ = true;
   if (!config::isReloadable(options_.origin)) return {};
   const std::string path =
       options_.origin.rfind("file://", 0) == 0 ? options_.origin.substr(7) : options_.origin;
@@ -85,6 +95,12 @@ Result<void> ConfigFollower::start() {
   if (auto watching = watcher_->start(); !watching) return watching;
   spdlog::info("watching {} for changes", path);
   return {};
+}
+
+bool ConfigFollower::synced() const {
+  if (cds_) return cds_->stats().syncs > 0;
+  if (cds_list_) return cds_list_->stats().syncs > 0;
+  return loaded_;
 }
 
 void ConfigFollower::stop() {

@@ -3,11 +3,15 @@
 //                         whenever the file changes (inotify, net/file_watcher.h); a config
 //                         that does not load is logged and the previous one kept
 //   http(s)://, ws(s)://  a CDS server. With `id` ("namespace/name"): the config of that one
-//                         gateway (cds/cds_client.h). Without: every config the server holds,
-//                         each under its id, added, replaced and dropped as the server says
-//                         (cds/cds_list_client.h), as STUNner's auth service watches. A config
-//                         that does not validate is logged and that gateway's previous one kept.
+//                         gateway (cds/cds_client.h), dropped when the server deletes it (its
+//                         zero config: requests get 500 again). Without: every config the
+//                         server holds, each under its id, added, replaced and dropped as the
+//                         server says (cds/cds_list_client.h), as STUNner's auth service
+//                         watches. A config that does not validate is logged and that
+//                         gateway's previous one kept.
 //                         Requests get 500 until the first config arrives.
+// synced() says when the follower has its origin's state: the file loaded, or a CDS session
+// that reached the server's state (CdsClientStats::syncs); kturn-auth's /ready waits for it.
 #pragma once
 
 #include <memory>
@@ -44,6 +48,11 @@ class ConfigFollower {
 
   Result<void> start();
   void stop();
+  // Whether the origin's state has been read once (any thread): the file at start(), or a CDS
+  // session that reached the server's state. A server that answers nothing or 503 (an operator
+  // replica that has not rendered yet) keeps it false.
+  bool synced() const;
+  const std::string& origin() const { return options_.origin; }
 
  private:
   Result<void> reload();
@@ -52,6 +61,7 @@ class ConfigFollower {
 
   ConfigFollowerOptions options_;
   ConfigHolder& holder_;
+  bool loaded_ = false;  // a file origin loaded at start()
   std::unique_ptr<net::FileWatcher> watcher_;
   std::unique_ptr<cds::CdsClient> cds_;
   std::unique_ptr<cds::CdsListClient> cds_list_;

@@ -9,12 +9,16 @@
 //   kturn-auth [--cds-server-namespace stunner-system]              in a cluster, as
 //       stunner-auth-service: the discovery server found through the Kubernetes API (the pod
 //       labelled stunner.l7mp.io/config-discovery-service=enabled), or --cds-server-address
+// Besides STUNner's / and /ice: /live, and /ready (503 until every origin's state is read and
+// during --shutdown-delay after SIGTERM), the chart's probes.
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <vector>
 
@@ -37,6 +41,7 @@ int main(int argc, char** argv) {
   std::string address = "0.0.0.0";
   uint16_t port = 8088;
   std::string token_file;
+  double shutdown_delay = 0;
   std::string log_spec;
   std::string log_format = "text";
   bool verbose = false;
@@ -66,6 +71,11 @@ int main(int argc, char** argv) {
   app.add_option("-p,--port", port, "port to listen on");
   app.add_option("--token-file", token_file,
                  "file holding a bearer token every request must carry (Authorization: Bearer)");
+  app.add_option("--shutdown-delay", shutdown_delay,
+                 "seconds to go on answering after SIGTERM, /ready answering 503, before "
+                 "stopping: the time a Service takes to drop the pod (the chart: 5); a second "
+                 "signal stops at once")
+      ->check(CLI::Range(0.0, 300.0));
   app.add_option("-l,--log", log_spec, "log levels, e.g. all:INFO (default)");
   app.add_flag("-v,--verbose", verbose, "log at all:DEBUG unless -l is given");
   kturn::k8s::addDiscoveryOptions(app, discovery, "Kubernetes (without -c, or -c k8s)");
@@ -152,9 +162,20 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  std::atomic<bool> stopping{false};
   kturn::admin::AdminServer server({.host = address, .port = port});
   server.handle("/", kturn::auth::turnAuthHandler(configs, handler_options));
   server.handle("/ice", kturn::auth::iceAuthHandler(configs, handler_options));
+  server.handle("/live", kturn::auth::liveHandler());
+  server.handle("/ready", kturn::auth::readyHandler([&followers, &stopping] {
+                  std::vector<std::string> reasons;
+                  if (stopping.load()) reasons.push_back("shutting down");
+                  for (const auto& follower : followers) {
+                    if (!follower->synced())
+                      reasons.push_back("no state read yet from " + follower->origin());
+                  }
+                  return reasons;
+                }));
   if (auto started = server.start(); !started) {
     spdlog::critical("{}", started.error().message);
     return 1;
@@ -163,7 +184,18 @@ int main(int argc, char** argv) {
 
   int signal_number = 0;
   sigwait(&set, &signal_number);
-  spdlog::info("signal {}: stopping", signal_number);
+  if (signal_number == SIGTERM && shutdown_delay > 0) {
+    // Kubernetes sends SIGTERM as it starts taking the pod out of its Services; clients routed
+    // here until every node has caught up still get answers.
+    stopping.store(true);
+    spdlog::info("SIGTERM: answering for {} s more (/ready 503), then stopping", shutdown_delay);
+    const auto whole = static_cast<time_t>(shutdown_delay);
+    const timespec delay{.tv_sec = whole,
+                         .tv_nsec = static_cast<long>((shutdown_delay - whole) * 1e9)};
+    if (sigtimedwait(&set, nullptr, &delay) > 0) spdlog::info("second signal: stopping now");
+  } else {
+    spdlog::info("signal {}: stopping", signal_number);
+  }
   server.stop();
   for (auto& follower : followers) follower->stop();
   return 0;

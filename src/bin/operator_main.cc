@@ -419,6 +419,9 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   cdsOptions.allow_plaintext = f.cdsAllowPlaintext;
+  // Until the first render is published, a client is told to come back rather than served an
+  // empty list (a replica that just started, in a roll or after a crash).
+  cdsOptions.wait_for_state = true;
   std::unique_ptr<kturn::op::CdsCertificateRenewer> renewer;
   if (auto exit = configureCdsTls(f, **client, cdsOptions, renewer)) return *exit;
   CdsAuth cdsAuth;

@@ -73,7 +73,10 @@ struct CdsClientOptions {
 
 // Counters for metrics and tests; monotonic, readable from any thread.
 struct CdsClientStats {
-  uint64_t connects = 0;     // WebSocket sessions opened
+  uint64_t connects = 0;  // WebSocket sessions opened
+  // Sessions that reached the server's state: the handshake (the server sends a config it has
+  // right after it), and for a list watch the list fetched after it, deletions delivered.
+  uint64_t syncs = 0;
   uint64_t disconnects = 0;  // sessions that ended (error, server close, dead peer)
   uint64_t configs = 0;      // configs delivered to on_config
   uint64_t deletes = 0;      // list watches: deletions delivered to on_delete

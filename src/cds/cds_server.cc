@@ -24,6 +24,7 @@ CdsServer::CdsServer(CdsServerOptions options, std::unique_ptr<asio::io_context>
       store_(options_.node_patcher),
       gate_(options_.authorizer, options_.authorization_cache_ttl),
       tls_(std::make_shared<ServerTls>()),
+      serving_(!options_.wait_for_state),
       reviewers_(std::make_unique<asio::thread_pool>(kReviewThreads)),
       ioc_(std::move(ioc)) {}
 
@@ -59,6 +60,7 @@ Result<std::unique_ptr<CdsServer>> CdsServer::start(CdsServerOptions options) {
                                 .options = server->options_,
                                 .gate = server->gate_,
                                 .tls = *server->tls_,
+                                .serving = server->serving_,
                                 .reviewers = server->reviewers_->get_executor()};
     asio::co_spawn(*server->ioc_, acceptLoop(std::move(acceptor), context),
                    [](std::exception_ptr) {});
@@ -126,6 +128,7 @@ Result<void> CdsServer::update(const std::map<std::string, config::StunnerConfig
     if (!valid.contains(id)) remove(id.toString());
   }
   for (auto& [id, config] : valid) store_.upsert(id, std::move(config));
+  serving_.store(true, std::memory_order_release);
   return {};
 }
 

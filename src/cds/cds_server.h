@@ -21,6 +21,7 @@
 // they never wait for the network. Nothing throws out of this class.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -77,6 +78,11 @@ struct CdsServerOptions {
   // Open connections at most, and per client IP address; one more is closed at once.
   size_t max_connections = 4096;
   size_t max_connections_per_source = 128;
+  // Answer config requests 503 (Retry-After: 1) until the first update(), the state of the
+  // world. An operator replica that has not rendered yet would otherwise answer a list with no
+  // configs, and a list watcher resyncing from it (CdsListClient) would take every config it
+  // had for deleted. kturn-operator sets it; a server fed by upsert() alone must not.
+  bool wait_for_state = false;
 };
 
 class CdsServer {
@@ -102,7 +108,8 @@ class CdsServer {
   // suppress_deletion. False if there was none.
   bool remove(std::string_view id);
   // State of the world (STUNner's UpdateConfig): upserts every entry, removes every stored id
-  // not in `configs`. Stops at, and returns, the first invalid entry, having applied none.
+  // not in `configs`. Stops at, and returns, the first invalid entry, having applied none. The
+  // first one that succeeds ends wait_for_state's 503s.
   Result<void> update(const std::map<std::string, config::StunnerConfig>& configs);
   // Pushes the configs again to watchers on `node` (the node's addresses changed).
   void pushNode(std::string_view node);
@@ -119,6 +126,8 @@ class CdsServer {
   std::vector<std::string> ids() const;
   // Open watch connections.
   size_t watcherCount() const { return store_.subscriberCount(); }
+  // Whether config requests are served: always, or with wait_for_state once update() succeeded.
+  bool serving() const { return serving_.load(std::memory_order_acquire); }
 
  private:
   CdsServer(CdsServerOptions options, std::unique_ptr<boost::asio::io_context> ioc);
@@ -128,6 +137,7 @@ class CdsServer {
   AccessGate gate_;
   std::shared_ptr<ServerTls> tls_;
   uint16_t port_ = 0;
+  std::atomic<bool> serving_;
   std::thread thread_;
   std::unique_ptr<boost::asio::thread_pool> reviewers_;
   // Destroyed before the store: sessions unsubscribe as they die.

@@ -406,6 +406,16 @@ asio::awaitable<void> serveRequests(Stream stream, ServerContext context, Connec
                                  route.kind == Route::Kind::kConfig;
     Decision decision;
     bool open = false;
+    if (is_get && is_config_route && !context.serving.load(std::memory_order_acquire)) {
+      // Before the first state of the world: no answer rather than an empty one. Clients retry
+      // (STUNner's and kturn's after their 1 s retry period).
+      Response busy = refusal(request, http::status::service_unavailable,
+                              "no configs yet: this server has not received its first state");
+      busy.set(http::field::retry_after, "1");
+      auto [write_ec, written] = co_await http::async_write(stream, busy, kToken);
+      if (write_ec || !busy.keep_alive()) break;
+      continue;
+    }
     if (is_get && is_config_route) {
       std::optional<Response> refused =
           co_await checkAccess(request, route, context, slot.state(), peer,

@@ -3,6 +3,7 @@
 // Authorizer runs on the server's io_context thread. Private to src/cds.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -37,6 +38,7 @@ struct ServerContext {
   const CdsServerOptions& options;
   AccessGate& gate;
   ServerTls& tls;
+  const std::atomic<bool>& serving;  // false: config requests are answered 503 (wait_for_state)
   boost::asio::any_io_executor reviewers;  // runs the Authorizer
 };
 

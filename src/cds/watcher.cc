@@ -57,6 +57,7 @@ struct SessionParts {
 CdsClientStats WatcherStats::snapshot() const {
   return CdsClientStats{
       .connects = connects.load(),
+      .syncs = syncs.load(),
       .disconnects = disconnects.load(),
       .configs = configs.load(),
       .deletes = deletes.load(),
@@ -288,6 +289,7 @@ asio::awaitable<void> Watcher::session() {
     }
     deliverResync(std::move(ids).value());
   }
+  ++stats_->syncs;
   last_rx_ = Clock::now();
   ws.control_callback([this](websocket::frame_type kind, beast::string_view) {
     last_rx_ = Clock::now();

@@ -22,6 +22,7 @@ namespace kturn::cds {
 
 struct WatcherStats {
   std::atomic<uint64_t> connects{0};
+  std::atomic<uint64_t> syncs{0};
   std::atomic<uint64_t> disconnects{0};
   std::atomic<uint64_t> configs{0};  // counted by the sink that delivers them
   std::atomic<uint64_t> deletes{0};  // likewise

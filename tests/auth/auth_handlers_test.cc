@@ -360,5 +360,21 @@ TEST_F(AuthHandlersTest, ServedOverHttp) {
   server.stop();
 }
 
+// The probes: /live always; /ready names what it waits for, and needs no bearer token.
+TEST(AuthProbesTest, ReadyNamesWhatItWaitsFor) {
+  std::vector<std::string> reasons = {"no state read yet from https://cds:13478"};
+  const admin::Handler ready = readyHandler([&reasons] { return reasons; });
+  auto reply = ready(get("/ready", ""));
+  EXPECT_EQ(reply.status, 503u);
+  EXPECT_EQ(reply.body, "no state read yet from https://cds:13478\n");
+  reasons.clear();
+  reply = ready(get("/ready", ""));
+  EXPECT_EQ(reply.status, 200u);
+  EXPECT_EQ(reply.body, "ok\n");
+  reasons = {"shutting down"};
+  EXPECT_EQ(ready(get("/ready", "")).status, 503u);
+  EXPECT_EQ(liveHandler()(get("/live", "")).status, 200u);
+}
+
 }  // namespace
 }  // namespace kturn::auth

@@ -137,6 +137,11 @@ TEST_F(ConfigFollowerTest, CdsConfigsAreFollowed) {
   ASSERT_TRUE((*server)->upsert("ns/gw", cdsConfig("ns/gw", "rotated")));
   EXPECT_TRUE(waitForSecret("rotated"));
   EXPECT_EQ(secrets(holder_), (std::map<std::string, std::string>{{"ns/gw", "rotated"}}));
+  // The Gateway deleted: no credentials for it any more; created again: followed again.
+  ASSERT_TRUE((*server)->remove("ns/gw"));
+  EXPECT_TRUE(waitForSecrets({}));
+  ASSERT_TRUE((*server)->upsert("ns/gw", cdsConfig("ns/gw", "again")));
+  EXPECT_TRUE(waitForSecret("again"));
   follower.stop();
 }
 
@@ -159,6 +164,44 @@ TEST_F(ConfigFollowerTest, CdsWithoutIdFollowsEveryGateway) {
   ASSERT_TRUE((*server)->remove("ns/a"));
   EXPECT_TRUE(waitForSecrets({{"other/b", "rotated-b"}, {"ns/c", "secret-c"}}));
   follower.stop();
+}
+
+// synced(), kturn-auth's /ready: a file at once; a CDS origin once a session reached the
+// server's state, which an operator replica that has not rendered yet (503) does not give.
+TEST_F(ConfigFollowerTest, SyncedOnceTheOriginsStateIsRead) {
+  writeByRename(path_, configWithSecret("s"));
+  ConfigFollower file({.origin = path_.string()}, holder_);
+  ASSERT_TRUE(file.start());
+  EXPECT_TRUE(file.synced());
+  file.stop();
+
+  ConfigFollower nobody({.origin = "http://127.0.0.1:1"}, holder_);
+  ASSERT_TRUE(nobody.start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(nobody.synced());
+  nobody.stop();
+
+  auto server = cds::CdsServer::start({.address = "127.0.0.1", .port = 0, .wait_for_state = true});
+  ASSERT_TRUE(server) << server.error().message;
+  const std::string origin = "http://127.0.0.1:" + std::to_string((*server)->port());
+  ConfigFollower every({.origin = origin}, holder_);
+  ConfigFollower one({.origin = origin, .id = "ns/absent"}, holder_);
+  ASSERT_TRUE(every.start());
+  ASSERT_TRUE(one.start());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(every.synced());
+  EXPECT_FALSE(one.synced());
+  // The first render: an empty cluster is a state too, and a Gateway not there yet does not
+  // hold a follower of one id back.
+  ASSERT_TRUE((*server)->update({}));
+  bool both = false;
+  for (int i = 0; i < 60 && !both; ++i) {  // the clients retry once a second
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    both = every.synced() && one.synced();
+  }
+  EXPECT_TRUE(both);
+  every.stop();
+  one.stop();
 }
 
 }  // namespace

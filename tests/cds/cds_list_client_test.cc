@@ -179,6 +179,37 @@ TEST(CdsListClientTest, ConfigsDeletedWhileAwayAreReportedAfterTheReconnect) {
   EXPECT_EQ(client->stats().deletes, 1u);
 }
 
+// A server that has no state yet (kturn-operator's, before its first render) answers 503: the
+// watch is retried, and nothing the client holds is taken for deleted meanwhile.
+TEST(CdsListClientTest, AServerWithoutStateYetDeletesNothing) {
+  auto server = startServer();
+  ASSERT_TRUE(server);
+  const uint16_t port = server->port();
+  ASSERT_TRUE(server->upsert("a/gw", makeConfig("a/gw", 3478)));
+  auto client = makeClient(port);
+  ListInbox inbox;
+  ASSERT_TRUE(client->watch(inbox.callbacks()));
+  ASSERT_TRUE(inbox.waitView({{"a/gw", 3478}}));
+
+  // The replica it reconnects to has just started: it has not rendered anything yet.
+  server->stop();
+  auto restarted = CdsServer::start({.address = "127.0.0.1", .port = port, .wait_for_state = true});
+  ASSERT_TRUE(restarted) << restarted.error().message;
+  server = std::move(restarted).value();
+  ASSERT_TRUE(inbox.waitError("HTTP status 503", 3500ms));
+  EXPECT_EQ(inbox.view(), (std::map<std::string, int>{{"a/gw", 3478}}));
+  EXPECT_EQ(client->stats().deletes, 0u);
+
+  // Its first render: the same gateway moved to another port, and a new one.
+  ASSERT_TRUE(server->update({{"a/gw", makeConfig("a/gw", 3490)}, {"b/gw", makeConfig("b/gw")}}));
+  ASSERT_TRUE(inbox.waitView({{"a/gw", 3490}, {"b/gw", 3478}}, 3500ms));
+  EXPECT_EQ(client->stats().deletes, 0u);
+  const auto events = inbox.events();
+  EXPECT_EQ(std::count_if(events.begin(), events.end(),
+                          [](const std::string& e) { return e.rfind("delete", 0) == 0; }),
+            0);
+}
+
 TEST(CdsListClientTest, AServerThatCannotListIsRetried) {
   // The scripted server upgrades the watch but never answers the list GET that follows.
   testing::ScriptedWsServer fake;

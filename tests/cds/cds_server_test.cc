@@ -237,6 +237,50 @@ TEST(CdsServerStartTest, RefusesBadAddressAndBusyPort) {
   EXPECT_NE(second.error().message.find("127.0.0.1"), std::string::npos);
 }
 
+// kturn-operator's server: until the first render is published, a config request is told to
+// come back (503, Retry-After) instead of being served an empty list; upserts alone do not end
+// the wait, the first state of the world does.
+TEST(CdsServerStartTest, WaitForStateAnswers503UntilTheFirstUpdate) {
+  auto server = startServer({.wait_for_state = true});
+  ASSERT_TRUE(server);
+  EXPECT_FALSE(server->serving());
+  ASSERT_TRUE(server->upsert("ns/gw", makeConfig("ns/gw")));
+  for (const char* target : {"/api/v1/configs", "/api/v1/configs/ns", "/api/v1/configs/ns/gw"}) {
+    auto reply = httpGet(server->port(), target);
+    ASSERT_TRUE(reply) << target;
+    EXPECT_EQ(reply->status, 503) << target;
+    EXPECT_EQ(reply->headers["retry-after"], "1") << target;
+    EXPECT_NE(reply->body.find("has not received its first state"), std::string::npos)
+        << reply->body;
+  }
+  testing::WsTestClient refused(server->port(), "/api/v1/configs?watch=true", 300ms);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(server->watcherCount(), 0u);
+  auto license = httpGet(server->port(), "/api/v1/license");  // not a config: answered
+  ASSERT_TRUE(license);
+  EXPECT_EQ(license->status, 200);
+
+  ASSERT_TRUE(server->update({{"ns/gw", makeConfig("ns/gw", 4000)}}));
+  EXPECT_TRUE(server->serving());
+  auto reply = httpGet(server->port(), "/api/v1/configs");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(reply->body)["items"].size(), 1u);
+  testing::WsTestClient watch(server->port(), "/api/v1/configs?watch=true", 300ms);
+  ASSERT_TRUE(watch.ok());
+  EXPECT_EQ(adminName(watch.read()), "ns/gw");
+}
+
+TEST(CdsServerStartTest, WithoutWaitForStateAnEmptyServerAnswersAtOnce) {
+  auto server = startServer();
+  ASSERT_TRUE(server);
+  EXPECT_TRUE(server->serving());
+  auto reply = httpGet(server->port(), "/api/v1/configs");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_TRUE(nlohmann::json::parse(reply->body)["items"].empty());
+}
+
 TEST(CdsServerStartTest, StopReleasesThePort) {
   auto server = startServer();
   ASSERT_TRUE(server);

@@ -570,6 +570,22 @@ class BinariesTest(unittest.TestCase):
                 self.assertEqual(int(args["--port"]), spec["containers"][0]["ports"][0][
                     "containerPort"])
 
+    def test_auth_is_probed_on_its_own_routes_and_drains(self):
+        """Readiness is kturn-auth's /ready (configs read, not shutting down), not an open port;
+        after SIGTERM it goes on answering for shutdownDelaySeconds, within the grace period."""
+        for sets, delay in (([], 5), (["auth.shutdownDelaySeconds=20"], 20)):
+            with self.subTest(sets=sets):
+                objects = helm.objects(helm.template(CHART, RELEASE, NAMESPACE, sets=sets))
+                spec = component(objects, "Deployment", f"{RELEASE}-auth")["spec"]["template"][
+                    "spec"]
+                container = spec["containers"][0]
+                self.assertEqual(container["readinessProbe"]["httpGet"],
+                                 {"path": "/ready", "port": "http"})
+                self.assertEqual(container["livenessProbe"]["httpGet"],
+                                 {"path": "/live", "port": "http"})
+                self.assertEqual(args_map(container["args"])["--shutdown-delay"], str(delay))
+                self.assertGreater(spec["terminationGracePeriodSeconds"], delay)
+
     def test_auth_token_file_is_mounted(self):
         spec = component(FULL, "Deployment", f"{RELEASE}-auth")["spec"]["template"]["spec"]
         args = args_map(spec["containers"][0]["args"])

@@ -54,9 +54,13 @@ none may be lost):
   9. A STUNner user's migration as docs/migration-from-stunner.md gives it: `helm upgrade` of
      the release with STUNner's own values.yaml (helm/stunner 1.2.0, unpacked into the tool cache
      from ../shared/reference/; the step says so and is left out where that is absent), only
-     its three image references made kturn's; the seed's Gateway applied again; a credential
-     from STUNner's auth Service name (stunner-auth:8088, /ice), as a signalling server of a
-     STUNner user asks it; and a call with it through the new kturnd pod, 0 lost.
+     its three image references made kturn's. The upgrade rolls kturn-auth: asked through its
+     Service every 0.1 s during the roll, it answers every request (the new pod is Ready once
+     it has read config discovery, the old one answers on for its shutdown delay). The seed's
+     Gateway applied again; a credential from STUNner's auth Service name (stunner-auth:8088,
+     /ice), as a signalling server of a STUNner user asks it, once kturn-auth has the
+     Gateway's config (the time printed); and a call with it through the new kturnd pod, 0
+     lost.
 
   /usr/bin/python3 tests/e2e/e2e_test.py --cluster DIR     (DIR: cluster.py's --dir)
 """
@@ -74,6 +78,7 @@ import os
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -863,6 +868,66 @@ STUNNER_IMAGES = {
 }
 
 
+class ServiceProbe(threading.Thread):
+    """GETs `url` (a Service's cluster IP) every 0.1 s until stop(): each try is an HTTP
+    answer, of any status, or a failure to get one (refused, reset, timed out). Bounded: at
+    most `limit` tries."""
+
+    def __init__(self, url: str, limit: int = 3000):
+        super().__init__(daemon=True)
+        self.url, self.limit = url, limit
+        self.answers: Dict[int, int] = {}
+        self.failures: List[str] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        for _ in range(self.limit):
+            if self.done.is_set():
+                return
+            try:
+                with urllib.request.urlopen(self.url, timeout=2) as r:
+                    r.read()
+                    status = r.status
+            except urllib.error.HTTPError as e:
+                status = e.code
+            except (OSError, urllib.error.URLError) as e:
+                self.failures.append(f"{time.strftime('%H:%M:%S')} {e}")
+                status = 0
+            if status:
+                self.answers[status] = self.answers.get(status, 0) + 1
+            self.done.wait(0.1)
+
+    def stop(self) -> str:
+        self.done.set()
+        self.join(10)
+        return (f"{sum(self.answers.values()) + len(self.failures)} requests, answered "
+                f"{self.answers}, unanswered {len(self.failures)} {self.failures[:5]}")
+
+
+def wait_for_answer(url: str, timeout: float) -> Tuple[float, dict, List[str]]:
+    """Polls `url` until it answers 200: the time it took, the JSON, and each other answer."""
+    start = time.monotonic()
+    before: List[str] = []
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                return time.monotonic() - start, json.loads(r.read()), before
+        except urllib.error.HTTPError as e:
+            seen = f"{e.code} {e.read().decode(errors='replace').strip()}"
+        except (OSError, urllib.error.URLError) as e:
+            seen = str(e)
+        if not before or before[-1] != seen:
+            before.append(seen)
+        h.check(time.monotonic() - start < timeout,
+                f"{url}: no 200 in {timeout:.0f} s; answers: {before}")
+        time.sleep(0.2)
+
+
+def auth_logs(c: Cluster) -> str:
+    return c.kubectl("logs", "-n", SYSTEM_NS, "-l", "app.kubernetes.io/component=auth",
+                     "--tail=30", "--prefix", check=False)
+
+
 def stunner_values(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
     source = os.path.join(c.env["TOOLS"], "stunner-helm", "values.yaml")
     if not os.path.exists(source):
@@ -877,10 +942,29 @@ def stunner_values(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
     path = os.path.join(workdir, "stunner-values.yaml")
     with open(path, "w") as f:
         yaml.safe_dump(values, f)
+    # The upgrade rolls kturn-auth (its arguments change): asked through its Service all along,
+    # it answers every request. The Gateway is deleted (step 8), so the answer is 500 "no
+    # dataplane configuration"; what counts is that it comes. The new pod is Ready once it has
+    # read config discovery's state (/ready), the old one answers for its shutdown delay after
+    # SIGTERM while kube-proxy drops it.
+    svc = c.get("service", f"{RELEASE}-auth", SYSTEM_NS)
+    old_pods = {p["metadata"]["name"] for p in c.get(
+        "pods", ns=SYSTEM_NS, selector="app.kubernetes.io/component=auth")["items"]}
+    probe = ServiceProbe(f"http://{svc['spec']['clusterIP']}:{svc['spec']['ports'][0]['port']}"
+                         "/ice?service=turn&username=roll")
+    probe.start()
     # --force-conflicts: step 6 set the Dataplane's image with kubectl patch, a field manager
     # of its own that Helm's server-side apply would otherwise not take the field from.
     c.helm("upgrade", RELEASE, CHART, "-n", SYSTEM_NS, "-f", path, "--force-conflicts", "--wait",
            "--timeout", "5m")
+    wait_for("kturn-auth's old pods to exit", lambda: not old_pods & {
+        p["metadata"]["name"] for p in c.get(
+            "pods", ns=SYSTEM_NS, selector="app.kubernetes.io/component=auth")["items"]}, 120)
+    rolled = probe.stop()
+    print(f"kturn-auth rolled ({len(old_pods)} pod(s) replaced), asked through its Service "
+          f"throughout: {rolled}")
+    h.check(not probe.failures and probe.answers,
+            f"kturn-auth's Service did not answer during the roll: {rolled}\n{auth_logs(c)}")
     auth = c.get("service", "stunner-auth", SYSTEM_NS)
     h.check(auth and [p["port"] for p in auth["spec"]["ports"]] == [8088],
             f"STUNner's auth Service stunner-auth:8088: {auth.get('spec', {}).get('ports')}")
@@ -891,13 +975,20 @@ def stunner_values(c: Cluster, workdir: str, turn: tuple, media: str) -> None:
     node_port = next(p for p in svc["spec"]["ports"] if p["protocol"] == "UDP")["nodePort"]
     new_turn = (turn[0], node_port)
     wait_reachable(new_turn, f"Gateway {GW_NS}/{GW_NAME} on STUNner's values")
+    # kturn-auth reads the Gateway's config from config discovery as kturnd does, on its own
+    # watch: the two need not arrive in the same instant.
     url = (f"http://{auth['spec']['clusterIP']}:8088/ice?" +
            urllib.parse.urlencode({"service": "turn", "username": "stunner-signalling"}))
-    with urllib.request.urlopen(url, timeout=5) as r:
-        servers = json.loads(r.read())["iceServers"]
+    try:
+        took, body, before = wait_for_answer(url, 30)
+    except h.TestFailure:
+        print(auth_logs(c))
+        raise
+    servers = body["iceServers"]
     h.check(servers and servers[0].get("credential"), f"stunner-auth /ice: {servers}")
     print(f"STUNner's values.yaml (images kturn's): release upgraded; stunner-auth:8088 /ice "
-          f"answered urls {servers[0]['urls']}")
+          f"answered urls {servers[0]['urls']} {took:.1f} s after the Gateway's kturnd "
+          f"answered STUN (before that: {before or 'nothing else'})")
     Call(workdir, new_turn, servers[0], media, "stunner-values").finish()
 
 

@@ -83,6 +83,14 @@ run = fabric.run
 
 # --- what the node changes on the machine, and how it is undone ----------------------------
 
+def without_cluster_rules(dump: str) -> List[str]:
+    """The lines of an iptables-save dump less what a cluster of this script makes: kube-proxy's
+    KUBE-* chains and the rules that use them, and the pod bridge's rules. A run killed before
+    its `down` (its saved state went with its build folder) leaves them behind, and the next
+    run must not take them for the machine's own."""
+    return [line for line in dump.splitlines() if "KUBE-" not in line and BRIDGE not in line]
+
+
 class HostState:
     """The machine's state that the node changes, saved in DIR/host so that `down` can undo it
     even when the process that saved it is gone."""
@@ -95,8 +103,15 @@ class HostState:
             return  # an earlier run's: that is the machine's state
         os.makedirs(self.dir, exist_ok=True)
         for tool in ("iptables", "ip6tables"):
+            dump = subprocess.run([tool + "-save"], stdout=subprocess.PIPE, text=True,
+                                  check=True).stdout
+            kept = without_cluster_rules(dump)
+            if len(kept) != len(dump.splitlines()):
+                log(f"{tool}: {len(dump.splitlines()) - len(kept)} rule(s) and chain(s) of an "
+                    f"earlier cluster (kube-proxy's KUBE-*, {BRIDGE}'s) are not the machine's: "
+                    "down removes them")
             with open(os.path.join(self.dir, tool), "w") as f:
-                subprocess.run([tool + "-save"], stdout=f, check=True)
+                f.write("\n".join(kept) + "\n")
         sysctls = {}
         for key in SYSCTLS:
             with open(f"/proc/sys/{key}") as f:
